@@ -1,0 +1,73 @@
+"""Projected online gradient descent (Zinkevich 2003): the unconstrained reference learner."""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+
+_DECAYS = ("constant", "inverse_sqrt")
+
+
+class _OGDState(eqx.Module):
+    x: Float[Array, "..."]
+    t: Int[Array, ""]
+
+
+class OGD(AbstractLearner):
+    """Projected online gradient descent; ignores the long-term constraints g_t.
+
+    Update: ``x_{t+1} = Pi_K(x_t - eta_t grad f_t(x_t))`` with ``eta_t = eta`` (``decay="constant"``) or
+    ``eta_t = eta / sqrt(t)`` (``decay="inverse_sqrt"``). Starts at ``K.center()``.
+
+    Source: M. Zinkevich, "Online convex programming and generalized infinitesimal gradient ascent",
+    ICML 2003, Theorem 1: with ``eta = D / (G sqrt(T))``, regret <= ``D G sqrt(T)`` (up to 3/2).
+
+    Args:
+        eta: step size, > 0.
+        decay: ``"constant"`` or ``"inverse_sqrt"`` (static).
+
+    Example:
+        >>> import ocokit
+        >>> traj = ocokit.run(ocokit.algorithms.OGD(eta=0.01), ocokit.problems.TimeVaryingRegression(), T=20)
+        >>> traj.loss.shape
+        (20,)
+    """
+
+    eta: Float[Array, ""] = hyperparameter()
+    decay: str = eqx.field(static=True, default="constant")
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("eta", self.eta)
+        _checks.one_of("decay", self.decay, _DECAYS)
+
+    @classmethod
+    def from_theory(cls, info: ProblemInfo) -> OGD:
+        """Zinkevich's constant step ``eta = D / (G sqrt(T))`` (needs ``constants.grad_bound``)."""
+        G = info.constants.grad_bound
+        if not math.isfinite(G):
+            raise ValueError("OGD.from_theory needs the problem constant grad_bound")
+        return cls(eta=float(info.domain.diameter) / (G * math.sqrt(info.horizon)))
+
+    def init(self, info, key):
+        del key
+        return _OGDState(x=info.domain.center(), t=jnp.asarray(1, jnp.int32))
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        domain = feedback.problem.domain
+        step = self.eta if self.decay == "constant" else self.eta / jnp.sqrt(state.t)
+        return _OGDState(x=domain.project(x - step * feedback.grad(x)), t=state.t + 1)
+
+    def diagnostics(self, state):
+        return {"oracle_calls": jnp.asarray(1, jnp.int32)}

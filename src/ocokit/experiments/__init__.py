@@ -1,0 +1,26 @@
+"""The experiment registry: one module per paper; importing this package registers them all."""
+
+from ocokit.experiments._base import AbstractExperiment as AbstractExperiment
+from ocokit.experiments._base import Algorithm as Algorithm
+from ocokit.experiments._base import Claim as Claim
+from ocokit.experiments._base import ClaimResult as ClaimResult
+from ocokit.experiments._base import Report as Report
+from ocokit.experiments._base import StandardExperiment as StandardExperiment
+from ocokit.experiments._base import get as get
+from ocokit.experiments._base import names as names
+from ocokit.experiments._base import register as register
+
+# Paper modules register their experiments on import; each adds its own line here.
+from ocokit.experiments import paper003 as paper003  # noqa: E402  (registration)
+
+__all__ = [
+    "AbstractExperiment",
+    "Algorithm",
+    "Claim",
+    "ClaimResult",
+    "Report",
+    "StandardExperiment",
+    "get",
+    "names",
+    "register",
+]

@@ -1,0 +1,106 @@
+"""A problem built from user functions: the shortest way to plug a new loss and constraint into ocokit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ocokit import _checks
+from ocokit.problems._base import AbstractProblem, ProblemConstants
+from ocokit.sets import AbstractSet
+
+
+class CustomProblem(AbstractProblem):
+    """An online problem from a user's ``loss(data, x)``, ``constraints(data, x)`` and round data.
+
+    Round data comes either from ``data``, a pytree of arrays whose leading axis indexes rounds (round t
+    reads entry ``(t - 1) % len``), or from ``sampler(key, t)``, a pure function of a PRNG key and the
+    1-based round. Exactly one of the two must be given. Functions must be written with ``jax.numpy``.
+
+    Args:
+        domain: the decision set K.
+        loss: ``loss(data, x) -> scalar``, convex in x.
+        constraints: ``constraints(data, x) -> (N,)``; omit for an unconstrained problem.
+        data: per-round data stacked along a leading axis.
+        sampler: ``sampler(key, t) -> data`` for a random environment.
+        constants: known constants (:class:`ProblemConstants`) for theory-driven learner parameters.
+
+    Example:
+        >>> import jax.numpy as jnp, ocokit
+        >>> problem = ocokit.problems.CustomProblem(
+        ...     domain=ocokit.sets.Box(-1.0, 1.0, dim=2),
+        ...     loss=lambda c, x: jnp.sum((x - c) ** 2),
+        ...     constraints=lambda c, x: jnp.array([x.sum() - 0.5]),
+        ...     data=jnp.ones((10, 2)),
+        ... )
+        >>> float(ocokit.run(ocokit.algorithms.OGD(eta=0.1), problem, T=10).constraints.max()) > 0
+        True
+    """
+
+    domain: AbstractSet
+    loss_fn: Callable[[Any, Any], Any] = eqx.field(static=True)
+    constraints_fn: Callable[[Any, Any], Any] | None = eqx.field(static=True)
+    sampler: Callable[[Any, Any], Any] | None = eqx.field(static=True)
+    data: Any
+    n_constraints: int = eqx.field(static=True)
+    known_constants: ProblemConstants
+
+    def __init__(self, *, domain, loss, constraints=None, data=None, sampler=None, constants=None):
+        if not isinstance(domain, AbstractSet):
+            raise ValueError(f"domain must be an ocokit set (ocokit.sets), got {type(domain).__name__}")
+        if (data is None) == (sampler is None):
+            raise ValueError("give exactly one of data (per-round arrays) or sampler (key, t) -> data")
+        if not callable(loss) or (constraints is not None and not callable(constraints)):
+            raise ValueError("loss and constraints must be callables (data, x) -> value")
+        if data is not None:
+            data = jax.tree.map(jnp.asarray, data)
+            lengths = {leaf.shape[0] if leaf.ndim else 0 for leaf in jax.tree.leaves(data)}
+            if len(lengths) != 1 or 0 in lengths:
+                raise ValueError(f"data leaves must share a leading round axis of length >= 1, got {sorted(lengths)}")
+        self.domain, self.loss_fn, self.constraints_fn = domain, loss, constraints
+        self.sampler, self.data = sampler, data
+        self.known_constants = constants if constants is not None else ProblemConstants()
+        example = self._example_data()
+        x0 = domain.center()
+        value = jax.eval_shape(loss, example, x0)
+        if value.shape != ():
+            raise ValueError(f"loss(data, x) must return a scalar, got shape {value.shape}")
+        if constraints is None:
+            self.n_constraints = 0
+        else:
+            shape = jax.eval_shape(constraints, example, x0).shape
+            if len(shape) > 1:
+                raise ValueError(f"constraints(data, x) must return a vector (N,), got shape {shape}")
+            self.n_constraints = int(np.prod(shape)) if shape else 1
+        _checks.nonnegative("num_constraints", self.n_constraints)
+
+    def _example_data(self):
+        if self.sampler is not None:
+            return jax.eval_shape(self.sampler, jax.random.PRNGKey(0), jnp.asarray(1, jnp.int32))
+        return jax.tree.map(lambda a: a[0], self.data)
+
+    @property
+    def num_constraints(self) -> int:
+        return self.n_constraints
+
+    def round_data(self, episode, key, t):
+        if self.sampler is not None:
+            return self.sampler(key, t)
+        n = jax.tree.leaves(self.data)[0].shape[0]
+        return jax.tree.map(lambda a: a[(t - 1) % n], self.data)
+
+    def loss(self, data, x):
+        return self.loss_fn(data, x)
+
+    def constraints(self, data, x):
+        if self.constraints_fn is None:
+            return jnp.zeros((0,), dtype=jnp.result_type(x))
+        return jnp.reshape(self.constraints_fn(data, x), (self.n_constraints,))
+
+    def constants(self) -> ProblemConstants:
+        return self.known_constants

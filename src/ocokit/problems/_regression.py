@@ -1,0 +1,76 @@
+"""Time-varying regression with time-varying linear constraints (paper 003, section 6.1, Fig. 1)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ocokit import _checks
+from ocokit.problems._base import AbstractProblem, ProblemConstants
+from ocokit.sets import Box
+
+
+class TimeVaryingRegression(AbstractProblem):
+    """Online least squares under fresh random linear constraints each round (paper 003 §6.1).
+
+    Round t draws ``H_t`` with i.i.d. ``U(-1, 1)`` entries (``rows x dim``), ``y_t = H_t 1 + eps_t`` with
+    ``eps_t ~ N(0, I)``, ``A_t`` with i.i.d. ``U(0, 1)`` entries (``N x dim``) and ``b_t ~ U(0, 1)^N``:
+
+        f_t(x) = 1/2 ||H_t x - y_t||^2,    g_t(x) = A_t x - b_t,    K = [0, upper]^dim.
+
+    The unconstrained target ``1`` is infeasible (``A_t 1 ~ dim/2 >> b_t``) while ``0`` is always
+    feasible, so the constraints bind. Defaults are the paper's: dim = 10, rows = 4, N = 2, upper = 5.
+
+    Args:
+        dim: decision dimension p.
+        rows: rows of ``H_t``.
+        num_constraints_: N, rows of ``A_t``.
+        upper: the box's upper bound.
+    """
+
+    domain: Box
+    rows: int = eqx.field(static=True)
+    n_constraints: int = eqx.field(static=True)
+    upper: float = eqx.field(static=True)
+
+    def __init__(self, dim: int = 10, rows: int = 4, num_constraints: int = 2, upper: float = 5.0):
+        for name, v in (("dim", dim), ("rows", rows), ("num_constraints", num_constraints)):
+            _checks.positive_int(name, v)
+        _checks.positive("upper", upper)
+        self.domain = Box(0.0, upper, dim=dim)
+        self.rows, self.n_constraints, self.upper = rows, num_constraints, float(upper)
+
+    @property
+    def num_constraints(self) -> int:
+        return self.n_constraints
+
+    @property
+    def dim(self) -> int:
+        return self.domain.shape[0]
+
+    def round_data(self, episode, key, t):
+        kh, ke, ka, kb = jax.random.split(key, 4)
+        d = self.dim
+        H = jax.random.uniform(kh, (self.rows, d), minval=-1.0, maxval=1.0)
+        y = H.sum(axis=1) + jax.random.normal(ke, (self.rows,))
+        A = jax.random.uniform(ka, (self.n_constraints, d))
+        b = jax.random.uniform(kb, (self.n_constraints,))
+        return {"H": H, "y": y, "A": A, "b": b}
+
+    def loss(self, data, x):
+        r = data["H"] @ x - data["y"]
+        return 0.5 * jnp.dot(r, r)
+
+    def constraints(self, data, x):
+        return data["A"] @ x - data["b"]
+
+    def constants(self) -> ProblemConstants:
+        d, u = self.dim, self.upper
+        resid = self.rows**0.5 * (d * u + d + 4.0)  # ||H x - y|| with |eps| <= 4 w.h.p.
+        return ProblemConstants(
+            grad_bound=resid * (self.rows * d) ** 0.5,
+            loss_bound=0.5 * resid**2,
+            constraint_bound=d * u,
+            constraint_grad_bound=d**0.5,
+        )

@@ -1,0 +1,80 @@
+"""The decision-set contract: linear minimisation, projection, membership and geometry."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+
+class AbstractSet(eqx.Module):
+    """A compact convex decision set K, the hard constraint of the online game.
+
+    Contract (every concrete set is final and implements all of it, pure and jit/vmap-safe):
+
+    * ``shape``: the shape of a decision (``(d,)`` for vectors, ``(m, n)`` for matrices).
+    * ``lmo(direction)``: a minimiser ``argmin_{v in K} <direction, v>``. Call it with the raw gradient;
+      ocokit never negates at call sites. A zero direction, ties and edge radii return a deterministic
+      point of K, never NaN.
+    * ``lmo_init()`` / ``warm_lmo(direction, state) -> (vertex, state)``: the same oracle with an explicit
+      warm-start state (the top singular pair for the nuclear-norm ball). Stateless sets inherit a
+      pass-through, so learners always call ``warm_lmo`` and carry the state in their own state.
+    * ``project(x)``: the Euclidean projection onto K (exact, or documented otherwise).
+    * ``contains(x, atol)``: membership to tolerance ``atol``.
+    * ``diameter``: ``max_{x, y in K} ||x - y||_2``; ``inner_radius``: the radius r of a Euclidean ball
+      ``B(center, r)`` inside K (for bandit shrinking); ``center``: that ball's centre, also the default
+      starting point.
+    * ``scaled(s)``: the set ``center + s (K - center)`` (the shrunk set ``(1 - delta/r) K`` of bandit
+      methods), of the same class.
+    """
+
+    @property
+    @abc.abstractmethod
+    def shape(self) -> tuple[int, ...]:
+        """Shape of one decision."""
+
+    @abc.abstractmethod
+    def lmo(self, direction: Float[Array, "..."]) -> Float[Array, "..."]:
+        """``argmin_{v in K} <direction, v>``."""
+
+    @abc.abstractmethod
+    def project(self, x: Float[Array, "..."]) -> Float[Array, "..."]:
+        """Euclidean projection of ``x`` onto K."""
+
+    @abc.abstractmethod
+    def contains(self, x: Float[Array, "..."], atol: float = 1e-8) -> Any:
+        """Whether ``x`` lies in K up to ``atol`` (a boolean array, jit-safe)."""
+
+    @property
+    @abc.abstractmethod
+    def diameter(self) -> Float[Array, ""]:
+        """``max_{x, y in K} ||x - y||_2``."""
+
+    @property
+    @abc.abstractmethod
+    def inner_radius(self) -> Float[Array, ""]:
+        """Radius of a Euclidean ball centred at ``center`` and contained in K."""
+
+    @abc.abstractmethod
+    def center(self) -> Float[Array, "..."]:
+        """Centre of the inner ball; the default starting point."""
+
+    @abc.abstractmethod
+    def scaled(self, s: Any) -> AbstractSet:
+        """The set ``center + s (K - center)`` for ``0 < s <= 1``."""
+
+    def lmo_init(self) -> Any:
+        """Initial warm-start state of the LMO (``None`` for stateless oracles)."""
+        return None
+
+    def warm_lmo(self, direction: Float[Array, "..."], state: Any) -> tuple[Float[Array, "..."], Any]:
+        """The LMO with an explicit warm-start state; stateless sets pass the state through."""
+        return self.lmo(direction), state
+
+    def lmo_calls(self, state: Any) -> Any:
+        """Inner iterations spent by the last ``warm_lmo`` call (1 for closed-form oracles)."""
+        del state
+        return jnp.asarray(1, dtype=jnp.int32)

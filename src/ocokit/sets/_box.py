@@ -1,0 +1,73 @@
+"""The box ``{x : lower <= x <= upper}``."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ocokit import _checks
+from ocokit.sets._base import AbstractSet
+
+
+class Box(AbstractSet):
+    """The box ``K = {x in R^d : lower_i <= x_i <= upper_i}``.
+
+    lmo: ``v_i = lower_i`` where ``direction_i > 0``, else ``upper_i`` (so a zero direction gives
+    ``upper``); O(d). project: clipping, O(d).
+
+    Args:
+        lower: lower bounds, shape ``(d,)`` (a scalar is broadcast when ``dim`` is given).
+        upper: upper bounds, ``upper > lower`` entrywise.
+        dim: the dimension d when the bounds are scalars.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from ocokit.sets import Box
+        >>> Box(0.0, 5.0, dim=3).lmo(jnp.array([1.0, -1.0, 0.0]))
+        Array([0., 5., 5.], dtype=float32)
+    """
+
+    lower: Float[Array, " d"]
+    upper: Float[Array, " d"]
+
+    def __init__(self, lower, upper, dim: int | None = None):
+        lower, upper = jnp.asarray(lower), jnp.asarray(upper)
+        if dim is not None:
+            _checks.positive_int("dim", dim)
+            lower, upper = jnp.broadcast_to(lower, (dim,)), jnp.broadcast_to(upper, (dim,))
+        if lower.ndim != 1 or lower.shape != upper.shape:
+            raise ValueError(
+                f"lower and upper must be vectors of one shape (or scalars with dim), got {lower.shape} and {upper.shape}"
+            )
+        _checks.positive("upper - lower", upper - lower)
+        self.lower, self.upper = lower, upper
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.lower.shape
+
+    def lmo(self, direction):
+        return jnp.where(direction > 0, self.lower, self.upper)
+
+    def project(self, x):
+        return jnp.clip(x, self.lower, self.upper)
+
+    def contains(self, x, atol: float = 1e-8):
+        return jnp.all((x >= self.lower - atol) & (x <= self.upper + atol))
+
+    @property
+    def diameter(self):
+        return jnp.linalg.norm(self.upper - self.lower)
+
+    @property
+    def inner_radius(self):
+        return jnp.min(self.upper - self.lower) / 2
+
+    def center(self):
+        return (self.lower + self.upper) / 2
+
+    def scaled(self, s) -> Box:
+        _checks.in_closed_interval("s", s, 0.0, 1.0)
+        c, half = self.center(), (self.upper - self.lower) / 2
+        return eqx.tree_at(lambda b: (b.lower, b.upper), self, (c - s * half, c + s * half))
