@@ -100,7 +100,9 @@ def _run(learner: AbstractLearner, problem: AbstractProblem, T: int, key: PRNGKe
         window = _window(history, x) if h > 1 else None
         loss = problem.loss(data, as_loss_argument(window, x))
         cons = jnp.atleast_1d(problem.constraints(data, x)).reshape(problem.num_constraints)
-        feedback = make_feedback(type(learner).feedback, problem, data, loss, cons)
+        feedback = make_feedback(
+            type(learner).feedback, problem, data, loss, cons, episode=episode, env_key=env_key, t=t
+        )
         new_state = learner.update(state, x, feedback)
         out = {"loss": loss, "constraints": cons, "diagnostics": learner.diagnostics(new_state)}
         if x_star is not None:

@@ -91,8 +91,23 @@ class Bandit(eqx.Module):
     constraints: Float[Array, " N"]
 
 
-def make_feedback(kind: FeedbackKind, problem: AbstractProblem, data: Any, loss: Any, constraints: Any):
-    """The feedback object of ``kind`` for one round (used by the engine and by ``Session``)."""
+def make_feedback(
+    kind: FeedbackKind,
+    problem: AbstractProblem,
+    data: Any,
+    loss: Any,
+    constraints: Any,
+    *,
+    episode: Any = None,
+    env_key: Any = None,
+    t: Any = None,
+):
+    """The feedback object of ``kind`` for one round (used by the engine and by ``Session``).
+
+    ``episode``, ``env_key`` and the 1-based round ``t`` are the round's context, for feedback kinds
+    that look beyond the current round (predictions of upcoming rounds); ``Session`` passes ``None``.
+    """
+    del episode, env_key, t
     if kind is FULL_INFORMATION:
         return FullInformation(problem, data)
     if kind is ZEROTH_ORDER:
