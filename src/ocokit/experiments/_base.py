@@ -134,6 +134,14 @@ class AbstractExperiment(abc.ABC):
     ) -> Report:
         """Run (skipping finished runs found in ``out``), write ``out/summary.json`` and the figure."""
 
+    def plot(self, out: Path) -> Path:
+        """Redraw the figure from the runs stored in ``out`` (``ocokit plot``); returns the PNG's path.
+
+        The default reads the stored ``summary.json`` and raises if the experiment wrote no figure;
+        experiments override it to redraw from their stored runs.
+        """
+        raise ValueError(f"experiment {self.name!r} cannot redraw its figure from stored runs; run it again")
+
     def check_claims(self, summary: Summary) -> list[ClaimResult]:
         """Evaluate every claim; a claim whose inputs are missing reports that instead of failing."""
         results = []
@@ -203,8 +211,7 @@ class StandardExperiment(AbstractExperiment):
         out = Path(out)
         problem = self.make_problem(T, data_dir, options)
         info = ProblemInfo.of(problem, T)
-        curves: dict[str, dict[str, np.ndarray]] = {}
-        summary: Summary = {}
+        runs: dict[str, list[Path]] = {}
         skipped = new = 0
         for algo in self.algorithms:
             if algo.make is None:
@@ -242,19 +249,44 @@ class StandardExperiment(AbstractExperiment):
                     save_records(paths[s], columns, meta)
                 new += len(chunk)
                 progress.advance(algo.label, len(chunk))
-            records = [load_records(paths[s]) for s in range(seeds)]
+            runs[algo.label] = [paths[s] for s in range(seeds)]
+        return self._finish(out, runs, T, skipped, new)
+
+    def _finish(self, out: Path, runs: Mapping[str, Sequence[Path]], T: int, skipped: int = 0, new: int = 0) -> Report:
+        curves: dict[str, dict[str, np.ndarray]] = {}
+        summary: Summary = {}
+        notes = {a.label: a.note for a in self.algorithms}
+        for label, files in runs.items():
+            records = [load_records(p) for p in files]
             names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
-            curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
-            summary[algo.label] = summarise({k: v[:, -1] for k, v in curves[algo.label].items()})
-            summary[algo.label]["wall_seconds_per_round"] = float(
+            curves[label] = {k: np.stack([r[0][k] for r in records]) for k in names}
+            summary[label] = summarise({k: v[:, -1] for k, v in curves[label].items()})
+            summary[label]["wall_seconds_per_round"] = float(
                 np.mean([r[1]["wall_seconds_per_round"] for r in records])
             )
-            summary[algo.label]["note"] = algo.note
-        figure = band_figure(curves, self.panels, out / f"{self.name}.png", title=f"{self.title} ({self.paper})",
-                             logy=self.logy)
+            summary[label]["seeds"] = len(records)
+            summary[label]["note"] = notes.get(label, "")
+        figure = band_figure(
+            curves, self.panels, out / f"{self.name}.png", title=f"{self.title} ({self.paper}, T = {T})", logy=self.logy
+        )
         report = Report(self.name, summary, self.check_claims(summary), figure, skipped, new)
-        atomic_write_json(out / "summary.json", report.to_json())
+        atomic_write_json(out / "summary.json", {**report.to_json(), "T": T})
         return report
+
+    def plot(self, out: Path) -> Path:
+        """Redraw the figure (and summary) from the runs stored under ``out``."""
+        import json
+
+        out = Path(out)
+        T = json.loads((out / "summary.json").read_text())["T"]
+        runs: dict[str, list[Path]] = {}
+        for path in sorted((out / "runs").glob("*.parquet")):
+            _, meta = load_records(path)
+            if meta.get("experiment") == self.name and meta.get("T") == T:
+                runs.setdefault(meta["algorithm"], []).append(path)
+        if not runs:
+            raise ValueError(f"no stored runs of {self.name!r} with T = {T} under {out}/runs")
+        return self._finish(out, runs, T).figure
 
 
 _REGISTRY: dict[str, AbstractExperiment] = {}

@@ -50,12 +50,14 @@ class TimeVaryingRegression(AbstractProblem):
         return self.domain.shape[0]
 
     def round_data(self, episode, key, t):
-        kh, ke, ka, kb = jax.random.split(key, 4)
-        d = self.dim
-        H = jax.random.uniform(kh, (self.rows, d), minval=-1.0, maxval=1.0)
-        y = H.sum(axis=1) + jax.random.normal(ke, (self.rows,))
-        A = jax.random.uniform(ka, (self.n_constraints, d))
-        b = jax.random.uniform(kb, (self.n_constraints,))
+        # two draws per round (one uniform block, one normal block): RNG dominates a sweep's cost
+        r, d, n = self.rows, self.dim, self.n_constraints
+        ku, kn = jax.random.split(key)
+        u = jax.random.uniform(ku, (r * d + n * d + n,))
+        H = 2.0 * u[: r * d].reshape(r, d) - 1.0
+        A = u[r * d : r * d + n * d].reshape(n, d)
+        b = u[r * d + n * d :]
+        y = H.sum(axis=1) + jax.random.normal(kn, (r,))
         return {"H": H, "y": y, "A": A, "b": b}
 
     def loss(self, data, x):

@@ -1,0 +1,98 @@
+"""The shared learner suite, generated from the registry (river's check_estimator, optax's table).
+
+Every learner exported from :mod:`ocokit.algorithms` provides ``_test_cases()``: small (learner, problem)
+pairs. Each pair is checked for: decisions in K, a state whose tree, shapes and dtypes survive an update,
+vmap == separate runs and reproducibility, no lookahead (changing round t's data leaves x_1..x_t
+unchanged), and numeric hyperparameters stored as array leaves (so a grid never recompiles).
+"""
+
+import inspect
+
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+
+import ocokit
+from ocokit import algorithms
+from ocokit.algorithms import AbstractLearner, ProblemInfo
+from ocokit.feedback import make_feedback
+
+from ..helpers import Perturbed
+
+T = 30
+
+LEARNERS = sorted(
+    (getattr(algorithms, name) for name in algorithms.__all__
+     if inspect.isclass(getattr(algorithms, name))
+     and issubclass(getattr(algorithms, name), AbstractLearner)
+     and not inspect.isabstract(getattr(algorithms, name))),
+    key=lambda c: c.__name__,
+)
+CASES = [
+    pytest.param(learner, problem, id=f"{cls.__name__}-{i}")
+    for cls in LEARNERS
+    for i, (learner, problem) in enumerate(cls._test_cases() if hasattr(cls, "_test_cases") else [])
+]
+
+
+@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
+def test_every_learner_has_test_cases_and_a_docstring(cls):
+    assert hasattr(cls, "_test_cases"), f"{cls.__name__} must define _test_cases() to join the suite"
+    assert len(cls._test_cases()) >= 1
+    assert cls.__doc__ and len(cls.__doc__.strip()) > 80
+    assert hasattr(cls, "feedback")
+
+
+@pytest.mark.parametrize(("learner", "problem"), CASES)
+def test_decisions_stay_in_the_set(learner, problem):
+    traj = ocokit.run(learner, problem, T, 0, record_decisions=True)
+    inside = jax.vmap(lambda x: problem.domain.contains(x, atol=1e-6))(traj.decisions)
+    bad = np.flatnonzero(~np.asarray(inside))
+    assert bad.size == 0, f"decision of round {bad[:1] + 1} outside K"
+
+
+@pytest.mark.parametrize(("learner", "problem"), CASES)
+def test_state_keeps_its_tree_shapes_and_dtypes(learner, problem):
+    key = jax.random.PRNGKey(0)
+    info = ProblemInfo.of(problem, T)
+    state = learner.init(info, key)
+    data = problem.round_data(problem.episode(key, T), key, 1)
+    x = learner.decide(state)
+    arg = jax.numpy.repeat(x[None], info.memory, axis=0) if info.memory > 1 else x
+    loss, cons = problem.loss(data, arg), problem.constraints(data, x)
+    fb = make_feedback(type(learner).feedback, problem, data, loss, cons, episode=None, env_key=key, t=1)
+    before = jax.eval_shape(lambda: state)
+    after = jax.eval_shape(lambda: learner.update(state, x, fb))
+    assert jax.tree.structure(before) == jax.tree.structure(after)
+    for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True):
+        assert (a.shape, a.dtype) == (b.shape, b.dtype)
+
+
+@pytest.mark.parametrize(("learner", "problem"), CASES)
+def test_vmap_equals_separate_runs_and_is_reproducible(learner, problem):
+    swept = ocokit.sweep(learner, problem, T, [3, 4])
+    for i, seed in enumerate((3, 4)):
+        single = ocokit.run(learner, problem, T, seed)
+        np.testing.assert_allclose(swept.loss[i], single.loss, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(ocokit.run(learner, problem, T, 3).loss, ocokit.run(learner, problem, T, 3).loss)
+
+
+@pytest.mark.parametrize(("learner", "problem"), CASES)
+def test_no_lookahead(learner, problem):
+    t0 = T // 2
+    a = ocokit.run(learner, problem, T, 1, record_decisions=True)
+    b = ocokit.run(learner, Perturbed(problem, t0), T, 1, record_decisions=True)
+    np.testing.assert_array_equal(a.decisions[:t0], b.decisions[:t0])  # x_1..x_t0 decided before round t0
+
+
+@pytest.mark.parametrize(("learner", "problem"), CASES)
+def test_numeric_hyperparameters_are_array_leaves(learner, problem):
+    del problem
+    static = eqx.filter(learner, eqx.is_array, inverse=True)
+    scalars = [
+        jax.tree_util.keystr(path)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(static)
+        if isinstance(leaf, float)
+    ]
+    assert not scalars, f"Python floats {scalars} are static: a grid over them recompiles; use hyperparameter()"

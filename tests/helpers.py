@@ -1,0 +1,78 @@
+"""Shared test fixtures: small problems and wrappers used across the suites."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+import ocokit
+from ocokit.problems import AbstractProblem
+
+
+class Perturbed(AbstractProblem):
+    """``problem`` with every round from ``t0`` on redrawn from another key (to test for lookahead)."""
+
+    inner: AbstractProblem
+    t0: int = eqx.field(static=True)
+
+    @property
+    def domain(self):
+        return self.inner.domain
+
+    @property
+    def num_constraints(self) -> int:
+        return self.inner.num_constraints
+
+    def episode(self, key, T):
+        return self.inner.episode(key, T)
+
+    def round_data(self, episode, key, t):
+        other = self.inner.round_data(episode, jax.random.fold_in(key, 12345), t)
+        same = self.inner.round_data(episode, key, t)
+        return jax.tree.map(lambda a, b: jnp.where(t >= self.t0, a, b), other, same)
+
+    def loss(self, data, x):
+        return self.inner.loss(data, x)
+
+    def constraints(self, data, x):
+        return self.inner.constraints(data, x)
+
+    def constants(self):
+        return self.inner.constants()
+
+    def memory(self) -> int:
+        return self.inner.memory()
+
+
+class NaNAt(AbstractProblem):
+    """A quadratic whose loss is NaN from round ``bad`` on."""
+
+    domain: Any
+    bad: int = eqx.field(static=True)
+
+    @property
+    def num_constraints(self) -> int:
+        return 1
+
+    def round_data(self, episode, key, t):
+        return jnp.where(t >= self.bad, jnp.nan, 1.0)
+
+    def loss(self, data, x):
+        return data * jnp.sum(x**2)
+
+    def constraints(self, data, x):
+        return jnp.array([jnp.sum(x) - 1.0])
+
+
+def quadratic_problem(dim: int = 3, n_rounds: int = 40, seed: int = 0) -> ocokit.problems.CustomProblem:
+    """``f_t(x) = ||x - c_t||^2`` with one linear constraint ``sum(x) <= 0.5`` over ``[-1, 1]^dim``."""
+    centers = jax.random.uniform(jax.random.PRNGKey(seed), (n_rounds, dim), minval=-1.0, maxval=1.0)
+    return ocokit.problems.CustomProblem(
+        domain=ocokit.sets.Box(-1.0, 1.0, dim=dim),
+        loss=lambda c, x: jnp.sum((x - c) ** 2),
+        constraints=lambda c, x: jnp.array([jnp.sum(x) - 0.5]),
+        data=centers,
+    )

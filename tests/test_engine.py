@@ -1,0 +1,179 @@
+"""The engine: run / sweep / stack / Session, common random numbers, non-finite detection, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ocokit
+from ocokit.algorithms import OGD
+from ocokit.engine import NonFiniteError
+from ocokit.problems import TimeVaryingRegression
+
+from .helpers import NaNAt, quadratic_problem
+
+
+def _python_loop(learner, problem, T, key):
+    """The same game stepped round by round from Python: the slow reference of the scan."""
+    env_key, learner_key = ocokit.engine.split_key(key)
+    info = ocokit.algorithms.ProblemInfo.of(problem, T)
+    state = learner.init(info, learner_key)
+    episode = problem.episode(env_key, T)
+    losses, cons = [], []
+    for t in range(1, T + 1):
+        x = learner.decide(state)
+        data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+        losses.append(float(problem.loss(data, x)))
+        cons.append(np.asarray(problem.constraints(data, x)))
+        fb = ocokit.feedback.make_feedback(type(learner).feedback, problem, data, losses[-1], cons[-1])
+        state = learner.update(state, x, fb)
+    return np.array(losses), np.array(cons)
+
+
+def test_scan_matches_python_loop():
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.01)
+    key = jax.random.PRNGKey(3)
+    traj = ocokit.run(learner, problem, 25, key)
+    losses, cons = _python_loop(learner, problem, 25, key)
+    np.testing.assert_allclose(traj.loss, losses, rtol=1e-10)
+    np.testing.assert_allclose(traj.constraints, cons, rtol=1e-10, atol=1e-12)
+
+
+def test_common_random_numbers_same_rounds_for_every_learner():
+    problem = TimeVaryingRegression()
+    a = ocokit.run(OGD(eta=0.01), problem, 10, 7, record_decisions=True)
+    b = ocokit.run(OGD(eta=0.05), problem, 10, 7, record_decisions=True)
+    # round 1 is played from the same start point by both, so it costs the same
+    assert float(a.loss[0]) == float(b.loss[0])
+    assert not np.allclose(a.loss, b.loss)
+    again = ocokit.run(OGD(eta=0.01), problem, 10, 7)
+    np.testing.assert_array_equal(a.loss, again.loss)
+
+
+def test_sweep_equals_separate_runs_and_chunking_is_invisible():
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.02)
+    swept = ocokit.sweep(learner, problem, 15, [0, 1, 2, 3, 4], chunk_size=2)
+    for s in range(5):
+        np.testing.assert_allclose(swept.loss[s], ocokit.run(learner, problem, 15, s).loss, rtol=1e-12)
+
+
+def test_sweep_over_a_stacked_grid():
+    problem = TimeVaryingRegression()
+    etas = [0.005, 0.01, 0.03]
+    grid = ocokit.stack([OGD(eta=e) for e in etas])
+    out = ocokit.sweep(grid, problem, 12, 2, batched_learner=True, chunk_size=4)
+    assert out.loss.shape == (3, 2, 12)
+    for b, e in enumerate(etas):
+        for s in range(2):
+            np.testing.assert_allclose(out.loss[b, s], ocokit.run(OGD(eta=e), problem, 12, s).loss, rtol=1e-12)
+
+
+def test_stack_rejects_different_static_fields():
+    with pytest.raises(ValueError, match="static"):
+        ocokit.stack([OGD(eta=0.1), OGD(eta=0.1, decay="inverse_sqrt")])
+    with pytest.raises(ValueError, match="non-empty"):
+        ocokit.stack([])
+
+
+def test_non_finite_loss_stops_with_the_round_index():
+    problem = NaNAt(ocokit.sets.Box(-1.0, 1.0, dim=2), bad=7)
+    with pytest.raises(NonFiniteError, match="non-finite loss at round 7"):
+        ocokit.run(OGD(eta=0.1), problem, 20)
+    traj = ocokit.run(OGD(eta=0.1), problem, 20, throw=False)
+    assert int(traj.first_bad_round) == 7 and int(traj.bad_quantity) == 0
+    with pytest.raises(NonFiniteError, match="round 7"):
+        ocokit.sweep(OGD(eta=0.1), problem, 20, 2)
+
+
+@pytest.mark.parametrize("T", [0, -3, 2.5])
+def test_bad_horizon(T):
+    with pytest.raises(ValueError, match="T must be an integer >= 1"):
+        ocokit.run(OGD(eta=0.1), TimeVaryingRegression(), T)
+
+
+def test_bad_learner_and_problem():
+    with pytest.raises(ValueError, match="learner must be"):
+        ocokit.run(object(), TimeVaryingRegression(), 5)
+    with pytest.raises(ValueError, match="problem must be"):
+        ocokit.run(OGD(eta=0.1), object(), 5)
+
+
+def test_session_matches_run():
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.01)
+    traj = ocokit.run(learner, problem, 8, 5)
+    session = ocokit.Session(learner, problem, horizon=8, key=5)
+    env_key = ocokit.engine.split_key(session.key)[0]
+    for t in range(1, 9):
+        session.decide()
+        out = session.observe(problem.round_data(None, jax.random.fold_in(env_key, t), t))
+        assert out["loss"] == pytest.approx(float(traj.loss[t - 1]), rel=1e-12)
+
+
+def test_session_raises_on_non_finite_with_round():
+    problem = NaNAt(ocokit.sets.Box(-1.0, 1.0, dim=2), bad=3)
+    session = ocokit.Session(OGD(eta=0.1), problem, horizon=5)
+    session.observe(jnp.asarray(1.0))
+    session.observe(jnp.asarray(1.0))
+    with pytest.raises(NonFiniteError, match="round 3"):
+        session.observe(jnp.asarray(jnp.nan))
+
+
+def test_custom_problem_round_robin_data_and_validation():
+    problem = quadratic_problem(n_rounds=4)
+    traj = ocokit.run(OGD(eta=0.1), problem, 9, record_decisions=True)
+    assert traj.constraints.shape == (9, 1)
+    box = ocokit.sets.Box(-1.0, 1.0, dim=2)
+    with pytest.raises(ValueError, match="exactly one of data"):
+        ocokit.problems.CustomProblem(domain=box, loss=lambda d, x: x.sum())
+    with pytest.raises(ValueError, match="scalar"):
+        ocokit.problems.CustomProblem(domain=box, loss=lambda d, x: x, data=jnp.ones((3, 2)))
+    with pytest.raises(ValueError, match="domain must be"):
+        ocokit.problems.CustomProblem(domain="box", loss=lambda d, x: x.sum(), data=jnp.ones(3))
+    sampled = ocokit.problems.CustomProblem(
+        domain=box, loss=lambda d, x: jnp.sum((x - d) ** 2), sampler=lambda k, t: jax.random.normal(k, (2,))
+    )
+    assert ocokit.run(OGD(eta=0.1), sampled, 5).constraints.shape == (5, 0)
+
+
+class _Counter(ocokit.algorithms.AbstractLearner):
+    """Plays x_t = [t / 10] whatever it observes: a fixed sequence for checking what the engine passes."""
+
+    feedback = ocokit.feedback.FULL_INFORMATION
+
+    def init(self, info, key):
+        return jnp.asarray(1.0)
+
+    def decide(self, state):
+        return jnp.array([state / 10])
+
+    def update(self, state, x, feedback):
+        return state + 1.0
+
+
+class _Memory2(ocokit.problems.AbstractProblem):
+    """f_t(x_{t-1}, x_t) = x_{t-1} - 2 x_t: a loss with memory h = 2."""
+
+    domain: ocokit.sets.Box
+
+    @property
+    def num_constraints(self):
+        return 0
+
+    def memory(self):
+        return 2
+
+    def round_data(self, episode, key, t):
+        return None
+
+    def loss(self, data, xs):
+        return xs[0, 0] - 2.0 * xs[1, 0]
+
+    def constraints(self, data, x):
+        return jnp.zeros((0,))
+
+
+def test_memory_window_is_passed_oldest_first():
+    traj = ocokit.run(_Counter(), _Memory2(ocokit.sets.Box(-1.0, 1.0, dim=1)), 4)
+    # before round 1 the window is filled with x_1; then (x_{t-1}, x_t)
+    expected = [0.1 - 0.2, 0.1 - 0.4, 0.2 - 0.6, 0.3 - 0.8]
+    np.testing.assert_allclose(traj.loss, expected, rtol=1e-12)
