@@ -15,12 +15,12 @@ from ocokit.problems import AbstractProblem
 class Perturbed(AbstractProblem):
     """``problem`` with every round from ``t0`` on redrawn from another key (to test for lookahead)."""
 
+    domain: Any
     inner: AbstractProblem
     t0: int = eqx.field(static=True)
 
-    @property
-    def domain(self):
-        return self.inner.domain
+    def __init__(self, inner: AbstractProblem, t0: int):
+        self.domain, self.inner, self.t0 = inner.domain, inner, t0
 
     @property
     def num_constraints(self) -> int:

@@ -22,7 +22,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.feedback import make_feedback
+from ocokit.feedback import PREDICTIONS, make_feedback
 from ocokit.problems._base import AbstractProblem
 
 _QUANTITIES = ("loss", "constraints", "decision")
@@ -80,15 +80,39 @@ def _window(history: Array, x: Array) -> Array:
     return jnp.concatenate([history[1:], x[None]], axis=0)
 
 
+def _initial_history(problem: AbstractProblem, x0: Array, h: int) -> Array | None:
+    """The carried history before round 1: ``problem.initial_history()`` if defined, else ``x_1`` repeated.
+
+    ``initial_history()`` (optional) returns the fixed decisions ``x_{2-h}, ..., x_0`` (shape
+    ``(h - 1, *x.shape)``, oldest first) of a problem whose costs start from a given initial condition
+    (paper 002: ``x_t = x_0`` for ``t <= 0``), or ``None``.
+    """
+    if h <= 1:
+        return None
+    past = problem.initial_history() if hasattr(problem, "initial_history") else None
+    if past is None:
+        return jnp.repeat(x0[None], h, axis=0)
+    past = jnp.broadcast_to(jnp.asarray(past, x0.dtype), (h - 1, *x0.shape))
+    return jnp.concatenate([past[:1], past], axis=0)
+
+
+def _before_round_one(learner: AbstractLearner, problem: AbstractProblem, state, episode, env_key):
+    """A learner whose feedback kind looks ahead (``PREDICTIONS``) absorbs round 0's feedback first."""
+    if type(learner).feedback is not PREDICTIONS:
+        return state
+    feedback = make_feedback(PREDICTIONS, problem, None, None, None, episode=episode, env_key=env_key, t=0)
+    return learner.prepare(state, feedback)
+
+
 def _run(learner: AbstractLearner, problem: AbstractProblem, T: int, key: PRNGKeyArray, record_decisions: bool):
     env_key, learner_key = split_key(key)
     info = ProblemInfo.of(problem, T)
     h = info.memory
     episode = problem.episode(env_key, T)
     x_star = problem.best_fixed(episode, env_key, T)
-    state = learner.init(info, learner_key)
+    state = _before_round_one(learner, problem, learner.init(info, learner_key), episode, env_key)
     x0 = learner.decide(state)
-    history = jnp.repeat(x0[None], h, axis=0) if h > 1 else None
+    history = _initial_history(problem, x0, h)
 
     def as_loss_argument(window, x):
         return window if h > 1 else x
@@ -317,7 +341,7 @@ class Session:
         """The decision to play this round (the same until ``observe`` is called)."""
         self._x = self._decide(self.learner, self.state)
         if self._history is None and self.info.memory > 1:
-            self._history = jnp.repeat(self._x[None], self.info.memory, axis=0)
+            self._history = _initial_history(self.problem, self._x, self.info.memory)
         return np.asarray(self._x)
 
     def observe(self, data: Any) -> dict[str, np.ndarray]:

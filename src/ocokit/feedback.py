@@ -7,14 +7,21 @@ Feedback kinds (a learner declares one as its class attribute ``feedback``):
 * ``BANDIT``: the values ``f_t(x_t)`` and ``g_t(x_t)`` at the played point only (:class:`Bandit`).
 * ``ZEROTH_ORDER``: values of ``f_t`` and ``g_t`` at points the learner picks, no gradients (two-point
   feedback; :class:`ZerothOrder`). A learner counts its own queries in its state.
+* ``PREDICTIONS``: a prediction oracle (:class:`Predictions`): values of a model ``l_k`` of the costs of
+  upcoming rounds ``k``, at windows the learner picks, within a look-ahead window (paper 002). The engine
+  also hands such a learner the oracle of round 0 before round 1 (``AbstractLearner.prepare``).
 
 Gradient estimators (one-point sphere, two-point, smoothing laws) take a loss-value function and a key,
-so every zeroth-order or bandit learner reuses the same code.
+so every zeroth-order or bandit learner reuses the same code. Smoothing directions come from one sampler,
+:func:`sample_direction`, with the laws of :data:`SMOOTHING_LAWS` (uniform on the sphere, Gaussian,
+truncated Gaussian of paper 002 Definition 1, Rademacher/Bernoulli); :func:`direction_variance` gives the
+per-coordinate second moment ``E[u_i^2]`` that scales the estimators' expectation.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -32,11 +39,13 @@ class FeedbackKind(enum.Enum):
     FULL_INFORMATION = "full-information"
     BANDIT = "bandit"
     ZEROTH_ORDER = "zeroth-order"
+    PREDICTIONS = "predictions"
 
 
 FULL_INFORMATION = FeedbackKind.FULL_INFORMATION
 BANDIT = FeedbackKind.BANDIT
 ZEROTH_ORDER = FeedbackKind.ZEROTH_ORDER
+PREDICTIONS = FeedbackKind.PREDICTIONS
 
 
 class ZerothOrder(eqx.Module):
@@ -91,6 +100,105 @@ class Bandit(eqx.Module):
     constraints: Float[Array, " N"]
 
 
+def problem_lookahead(problem: AbstractProblem) -> int | None:
+    """How many rounds past the coming one ``problem``'s simulator predicts (``None``: no limit).
+
+    A problem declares its prediction window with the attributes ``prediction_window`` (W, an int or
+    ``None``) and ``strict_window`` (bool). The oracle built before round ``now`` answers rounds
+    ``now .. now + W`` (the reach of Algorithm 1's pseudo-code in paper 002, spec paper002.md §6 A7), or
+    ``now .. now + W - 1`` with ``strict_window=True`` (the window the paper's text and eq. (4) state).
+    """
+    window = getattr(problem, "prediction_window", None)
+    if window is None:
+        return None
+    return int(window) - 1 if getattr(problem, "strict_window", False) else int(window)
+
+
+class Predictions(eqx.Module):
+    """A prediction oracle: values of a model ``l_k`` of round k's cost at windows the learner picks.
+
+    Built by the engine after round ``t`` (and once before round 1, with ``t = 0``) for a learner whose
+    feedback kind is ``PREDICTIONS``; it serves the coming round ``now = t + 1``. Round k's data is
+    ``problem.round_data(episode, fold_in(env_key, k), k)``, the very data the engine uses at round k, and
+    ``l_k(w) = problem.prediction(data_k, w)`` when the problem defines such a model (paper 002,
+    Assumption 3: ``|l_k - f_k| <= phi_k``), else ``l_k = f_k`` (``problem.loss``). A window ``w`` has shape
+    ``(h, *domain.shape)``, oldest decision first (``h = problem.memory()``).
+
+    The window of rounds is enforced here: a query for round ``k`` is answered only if
+    ``now <= k <= now + lookahead``; any other query returns ``nan``. Such a value is flagged, never
+    silent: it propagates to the decision and the engine stops the run naming the round. ``lookahead`` is
+    the problem's (:func:`problem_lookahead`; ``None`` = no limit), narrowed by a learner with
+    :meth:`restrict` to the window its own reading allows.
+
+    Attributes:
+        problem: the environment.
+        episode: the run's per-episode constants.
+        env_key: the run's environment key.
+        now: the 1-based round about to be played.
+        lookahead: the largest ``k - now`` answered (static), or ``None``.
+    """
+
+    problem: AbstractProblem
+    episode: Any
+    env_key: PRNGKeyArray
+    now: Array
+    lookahead: int | None = eqx.field(static=True, default=None)
+
+    @classmethod
+    def of(cls, problem: AbstractProblem, episode: Any, env_key: Any, t: Any) -> Predictions:
+        """The oracle built after round ``t`` (``t = 0``: before round 1), serving round ``t + 1``."""
+        if env_key is None or t is None:
+            raise ValueError(
+                "PREDICTIONS feedback needs the round context (episode, env_key, t) to simulate upcoming "
+                "rounds; ocokit.run and ocokit.sweep provide it, Session does not"
+            )
+        return cls(problem, episode, env_key, jnp.asarray(t, jnp.int32) + 1, problem_lookahead(problem))
+
+    def restrict(self, lookahead: int) -> Predictions:
+        """The same oracle answering at most ``lookahead`` rounds ahead (never wider than the problem's)."""
+        if isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 0:
+            raise ValueError(f"lookahead must be an integer >= 0, got {lookahead!r}")
+        new = lookahead if self.lookahead is None else min(lookahead, self.lookahead)
+        return Predictions(self.problem, self.episode, self.env_key, self.now, new)
+
+    def available(self, k: Array) -> Array:
+        """Whether round ``k`` lies in the window ``now <= k <= now + lookahead``."""
+        ok = k >= self.now
+        return ok if self.lookahead is None else ok & (k <= self.now + self.lookahead)
+
+    def _model(self, k: Array, window: Array) -> Array:
+        data = self.problem.round_data(self.episode, jax.random.fold_in(self.env_key, k), k)
+        model = getattr(self.problem, "prediction", None) or self.problem.loss
+        memory = self.problem.memory()
+
+        def one(w):
+            return model(data, w if memory > 1 else w[0])
+
+        batch = window.shape[: window.ndim - 1 - len(self.problem.domain.shape)]
+        flat = window.reshape((-1, *window.shape[len(batch) :]))
+        return jax.vmap(one)(flat).reshape(batch)
+
+    def predict(self, k: Array, window: Array) -> Array:
+        """``l_k(window)``, or ``nan`` if ``k`` is outside the window.
+
+        ``window`` has shape ``(h, *domain.shape)``, or ``(p, h, *domain.shape)`` for p query windows of the
+        same round (one simulation of round k's data, values of shape ``(p,)``).
+        """
+        value = self._model(k, window)
+        return jnp.where(self.available(k), value, jnp.nan)
+
+    def value_and_grad(self, k: Array, window: Array) -> tuple[Array, Array]:
+        """``(l_k(window), grad l_k(window))``; ``nan`` outside the window.
+
+        First-order predictions are outside paper 002's setting (values only, its Remark 1): this is the
+        full-information reference (Li, Qu and Li's receding-horizon gradient setting) used for reductions
+        and tests.
+        """
+        value, grad = jax.value_and_grad(self._model, argnums=1)(k, window)
+        ok = self.available(k)
+        return jnp.where(ok, value, jnp.nan), jnp.where(ok, grad, jnp.nan)
+
+
 def make_feedback(
     kind: FeedbackKind,
     problem: AbstractProblem,
@@ -105,8 +213,11 @@ def make_feedback(
     """The feedback object of ``kind`` for one round (used by the engine and by ``Session``).
 
     ``episode``, ``env_key`` and the 1-based round ``t`` are the round's context, for feedback kinds
-    that look beyond the current round (predictions of upcoming rounds); ``Session`` passes ``None``.
+    that look beyond the current round (predictions of upcoming rounds); ``Session`` passes ``None``, so
+    ``PREDICTIONS`` raises ``ValueError`` there.
     """
+    if kind is PREDICTIONS:
+        return Predictions.of(problem, episode, env_key, t)
     del episode, env_key, t
     if kind is FULL_INFORMATION:
         return FullInformation(problem, data)
@@ -149,3 +260,116 @@ def two_point_estimate(
     (``sample_direction``) use ``scale = 1`` (Nesterov and Spokoiny 2017).
     """
     return scale * (loss(x + delta * u) - loss(x - delta * u)) / (2.0 * delta) * u
+
+
+SMOOTHING_LAWS = ("gaussian", "rademacher", "sphere", "truncated_gaussian")
+"""Laws of :func:`sample_direction` (``"bernoulli"`` is accepted for ``"rademacher"``)."""
+
+_LAW_ALIASES = {"bernoulli": "rademacher"}
+_HALF_WIDTH_REQUIRED = "half_width is required for the truncated_gaussian law (truncated_gaussian_half_width)"
+
+
+def smoothing_law(law: str) -> str:
+    """The canonical name of a smoothing law; ``ValueError`` listing the valid names otherwise."""
+    name = _LAW_ALIASES.get(law, law)
+    if name not in SMOOTHING_LAWS:
+        raise ValueError(f"law must be one of {sorted((*SMOOTHING_LAWS, *_LAW_ALIASES))}, got {law!r}")
+    return name
+
+
+def truncated_gaussian_half_width(d: int, h: int = 1) -> float:
+    """Definition 1 of paper 002: coordinates truncated to ``[-a, a]``, ``a = (2 d^2 (2h - 1))^(-1/4)``.
+
+    ``d`` is the decision dimension and ``h`` the memory; then ``||u||^4 <= 1 / (2 (2h - 1))``, the bound
+    the proofs of Theorems 1-2 use. The paper's experiments use ``a = 2`` instead (Sec. 5).
+    """
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ValueError(f"d must be an integer >= 1, got {d!r}")
+    if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+        raise ValueError(f"h must be an integer >= 1, got {h!r}")
+    return (2.0 * d * d * (2 * h - 1)) ** -0.25
+
+
+def truncated_gaussian_moments(half_width: Any) -> tuple[Array, Array, Array]:
+    """``(kappa, E[u^2], E[u^4])`` of N(0, 1) truncated to ``[-a, a]`` (``a = half_width``), in closed form.
+
+    With ``phi`` the standard normal density and ``kappa = Phi(a) - Phi(-a) = erf(a / sqrt 2)``:
+    ``E[u^2] = 1 - 2 a phi(a) / kappa`` and ``E[u^4] = 3 E[u^2] - 2 a^3 phi(a) / kappa`` (by parts).
+    """
+    a = jnp.asarray(half_width, dtype=jnp.result_type(float))
+    kappa = jax.lax.erf(a / math.sqrt(2.0))
+    density = jnp.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi)
+    second = 1.0 - 2.0 * a * density / kappa
+    fourth = 3.0 * second - 2.0 * a**3 * density / kappa
+    return kappa, second, fourth
+
+
+def sample_truncated_gaussian(
+    key: PRNGKeyArray, shape: tuple[int, ...], half_width: Any, dtype: Any = None
+) -> Array:
+    """Independent N(0, 1) coordinates truncated to ``[-a, a]``, by inverse CDF (exact for any ``a > 0``).
+
+    ``u_i = Phi^{-1}(Phi(-a) + U_i (Phi(a) - Phi(-a)))`` with ``U_i`` uniform on (0, 1) (paper 002,
+    Definition 1; the truncation is a box per coordinate, not a ball), computed as
+    ``sqrt(2) erfinv(kappa (2 U_i - 1))`` with ``kappa = erf(a / sqrt 2)`` (``Phi^{-1}(q) = sqrt 2 erfinv(2q - 1)``).
+    """
+    dtype = dtype or jnp.result_type(float)
+    a = jnp.asarray(half_width, dtype=dtype)
+    kappa = jax.lax.erf(a / math.sqrt(2.0))
+    uniform = jax.random.uniform(key, shape, dtype=dtype, minval=-1.0, maxval=1.0)
+    u = math.sqrt(2.0) * jax.lax.erf_inv(kappa * uniform)
+    return jnp.clip(u, -a, a)
+
+
+def sample_direction(
+    key: PRNGKeyArray, shape: tuple[int, ...], law: str, *, half_width: Any = None, dtype: Any = None
+) -> Array:
+    """A random smoothing direction of ``shape`` drawn from ``law`` (one of :data:`SMOOTHING_LAWS`).
+
+    * ``"sphere"``: uniform on the unit sphere (:func:`sample_unit_sphere`); pair with ``scale = n`` in the
+      estimators.
+    * ``"gaussian"``: i.i.d. N(0, 1) coordinates (Nesterov and Spokoiny 2017; exact Stein identity).
+    * ``"truncated_gaussian"``: i.i.d. N(0, 1) truncated to ``[-half_width, half_width]``
+      (:func:`sample_truncated_gaussian`; paper 002 Definition 1 with ``truncated_gaussian_half_width``, or
+      the experiments' ``half_width = 2``). ``half_width`` is required and may be a traced array.
+    * ``"rademacher"`` (alias ``"bernoulli"``): i.i.d. +-1 with probability 1/2 each (paper 002, Sec. 5).
+
+    With a Gaussian-type law, the two-point estimator's mean is ``E[u u^T] grad f = direction_variance *
+    grad f`` for a quadratic f (exactly), so it is unbiased only when that variance is 1.
+    """
+    law = smoothing_law(law)
+    dtype = dtype or jnp.result_type(float)
+    if law == "sphere":
+        return sample_unit_sphere(key, shape, dtype)
+    if law == "gaussian":
+        return jax.random.normal(key, shape, dtype=dtype)
+    if law == "rademacher":
+        return jax.random.rademacher(key, shape, dtype=dtype)
+    if half_width is None:
+        raise ValueError(_HALF_WIDTH_REQUIRED)
+    return sample_truncated_gaussian(key, shape, half_width, dtype)
+
+
+def direction_variance(law: str, shape: tuple[int, ...], *, half_width: Any = None) -> Array:
+    """Per-coordinate second moment ``E[u_i^2]`` of :func:`sample_direction` (``E[u u^T] = this * I``).
+
+    1 for Gaussian and Rademacher, ``1 / n`` on the sphere (``n`` = number of entries of ``shape``), and
+    ``1 - 2 a phi(a) / kappa`` for the truncated Gaussian (:func:`truncated_gaussian_moments`).
+    """
+    law = smoothing_law(law)
+    if law in ("gaussian", "rademacher"):
+        return jnp.asarray(1.0, dtype=jnp.result_type(float))
+    if law == "sphere":
+        return jnp.asarray(1.0 / math.prod(shape), dtype=jnp.result_type(float))
+    if half_width is None:
+        raise ValueError(_HALF_WIDTH_REQUIRED)
+    return truncated_gaussian_moments(half_width)[1]
+
+
+def one_point_estimate(value: Array, u: Array, delta: Array, scale: Array | float = 1.0) -> Array:
+    """One-point estimator ``scale * f(x + delta u) / delta * u`` for any smoothing law.
+
+    With ``u`` on the sphere and ``scale = n`` this is :func:`one_point_sphere_estimate` (Flaxman et al.);
+    with Gaussian-type directions use ``scale = 1`` (paper 002's single-point variant, Sec. 5).
+    """
+    return scale * value / delta * u

@@ -64,6 +64,15 @@ class AbstractLearner(eqx.Module):
     def update(self, state: Any, x: Float[Array, "..."], feedback: Any) -> Any:
         """The state after observing round t's feedback."""
 
+    def prepare(self, state: Any, feedback: Any) -> Any:
+        """Absorb feedback available before round 1; the identity by default.
+
+        The engine calls it once, after ``init``, for a learner whose feedback kind looks ahead
+        (``PREDICTIONS``: the prediction oracle of the first window).
+        """
+        del feedback
+        return state
+
     def diagnostics(self, state: Any) -> dict[str, Array]:
         """Per-round quantities to record (none by default)."""
         del state

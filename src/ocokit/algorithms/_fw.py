@@ -69,6 +69,8 @@ def inner_frank_wolfe(
     beta: Any,
     gap_tol: Any,
     max_iter: int,
+    stop: Callable[[Array], Array] | None = None,
+    step_on_exit: bool = False,
 ) -> tuple[Array, Any, Int[Array, ""], Float[Array, ""]]:
     """Frank-Wolfe with line search on a beta-smooth function until ``gap <= gap_tol`` or ``max_iter`` steps.
 
@@ -83,6 +85,10 @@ def inner_frank_wolfe(
         beta: smoothness constant used by the line search (exact for quadratics).
         gap_tol: stop once the FW gap ``max_v <grad(x), x - v>`` is at most this.
         max_iter: safety cap on the number of LMO calls (static).
+        stop: optional extra stopping rule ``stop(x) -> bool`` on the current iterate, checked with the
+            gap after that iteration's LMO call (G&K 2022's SH-FW also stops once ``||x - y||^2 <= 3 eps``).
+        step_on_exit: return the point after the step whose gap met the stopping rule instead of the point
+            before it (BFW-TVC, Alg. 3 Step 19 of paper 000: ``hat y_{m+1} = y~_{tau+1}``); static.
 
     Returns:
         ``(x, lmo_state, lmo_calls, final_gap)``.
@@ -97,7 +103,9 @@ def inner_frank_wolfe(
         c = grad(x)
         x_new, state, gap, _ = fw_step(domain, c, x, state, beta=beta)
         done = gap <= gap_tol
-        return jnp.where(done, x, x_new), state, calls + 1, gap, done
+        if stop is not None:
+            done = done | stop(x)
+        return (x_new if step_on_exit else jnp.where(done, x, x_new)), state, calls + 1, gap, done
 
     zero = jnp.asarray(0, jnp.int32)
     inf = jnp.asarray(jnp.inf, dtype=x0.dtype)

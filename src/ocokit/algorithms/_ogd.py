@@ -57,6 +57,12 @@ class OGD(AbstractLearner):
             raise ValueError("OGD.from_theory needs the problem constant grad_bound")
         return cls(eta=float(info.domain.diameter) / (G * math.sqrt(info.horizon)))
 
+    @classmethod
+    def _test_cases(cls):
+        from ocokit.problems import TimeVaryingRegression
+
+        return [(cls(eta=0.01), TimeVaryingRegression()), (cls(eta=0.5, decay="inverse_sqrt"), TimeVaryingRegression(dim=3))]
+
     def init(self, info, key):
         del key
         return _OGDState(x=info.domain.center(), t=jnp.asarray(1, jnp.int32))

@@ -11,7 +11,11 @@ from ocokit.experiments._base import names as names
 from ocokit.experiments._base import register as register
 
 # Paper modules register their experiments on import; each adds its own line here.
+from ocokit.experiments import paper000 as paper000  # noqa: E402  (registration)
+from ocokit.experiments import paper001 as paper001  # noqa: E402  (registration)
+from ocokit.experiments import paper002 as paper002  # noqa: E402  (registration)
 from ocokit.experiments import paper003 as paper003  # noqa: E402  (registration)
+from ocokit.experiments import paper004 as paper004  # noqa: E402  (registration)
 
 __all__ = [
     "AbstractExperiment",

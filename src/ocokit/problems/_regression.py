@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from ocokit import _checks
 from ocokit.problems._base import AbstractProblem, ProblemConstants
+from ocokit.problems._qp import all_rounds, solve_box_qp
 from ocokit.sets import Box
 
 
@@ -21,6 +22,12 @@ class TimeVaryingRegression(AbstractProblem):
 
     The unconstrained target ``1`` is infeasible (``A_t 1 ~ dim/2 >> b_t``) while ``0`` is always
     feasible, so the constraints bind. Defaults are the paper's: dim = 10, rows = 4, N = 2, upper = 5.
+
+    Comparators: ``round_optimum`` solves ``min 1/2 ||H_t x - y_t||^2`` s.t. ``A_t x <= b_t``, ``x in K``
+    inside the compiled scan (a ``dim``-variable QP, :func:`~ocokit.problems._qp.solve_qp`); ``best_fixed``
+    solves the aggregated QP ``min 1/2 x'(sum_t H_t'H_t)x - (sum_t H_t'y_t)'x`` subject to all ``T N``
+    constraints ``A_t x <= b_t`` and the box, once per run (also by :func:`~ocokit.problems._qp.solve_qp`).
+    Since ``H_t'H_t`` has rank ``rows < dim``, the per-round minimiser may not be unique; its value is.
 
     Args:
         dim: decision dimension p.
@@ -66,6 +73,22 @@ class TimeVaryingRegression(AbstractProblem):
 
     def constraints(self, data, x):
         return data["A"] @ x - data["b"]
+
+    def affine_constraints(self, data):
+        """``(A_t, b_t)`` with ``g_t(x) = A_t x - b_t``."""
+        return data["A"], data["b"]
+
+    def round_optimum(self, data):
+        H, y = data["H"], data["y"]
+        return solve_box_qp(H.T @ H, -H.T @ y, data["A"], data["b"], self.domain.lower, self.domain.upper)
+
+    def best_fixed(self, episode, env_key, T):
+        data = all_rounds(self, episode, env_key, T)
+        P = jnp.einsum("tri,trj->ij", data["H"], data["H"]) / T
+        q = -jnp.einsum("tri,tr->i", data["H"], data["y"]) / T
+        A = data["A"].reshape(T * self.n_constraints, self.dim)
+        b = data["b"].reshape(T * self.n_constraints)
+        return solve_box_qp(P, q, A, b, self.domain.lower, self.domain.upper)
 
     def constants(self) -> ProblemConstants:
         d, u = self.dim, self.upper

@@ -1,12 +1,16 @@
 """The box ``{x : lower <= x <= upper}``."""
 
+# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import optax
 from jaxtyping import Array, Float
 
 from ocokit import _checks
+from ocokit.sets._balls import _check_scale, _dtype_of, _float_leaf
 from ocokit.sets._base import AbstractSet
 
 
@@ -14,7 +18,9 @@ class Box(AbstractSet):
     """The box ``K = {x in R^d : lower_i <= x_i <= upper_i}``.
 
     lmo: ``v_i = lower_i`` where ``direction_i > 0``, else ``upper_i`` (so a zero direction gives
-    ``upper``); O(d). project: clipping, O(d).
+    ``upper``); O(d). project: clipping, O(d) (``optax.projections.projection_box``). Both return the
+    input's dtype. Geometry: ``diameter = ||upper - lower||_2``, ``inner_radius = min_i (upper_i -
+    lower_i) / 2``, ``center = (lower + upper) / 2``; ``scaled(s)`` shrinks every side about the centre.
 
     Args:
         lower: lower bounds, shape ``(d,)`` (a scalar is broadcast when ``dim`` is given).
@@ -32,13 +38,14 @@ class Box(AbstractSet):
     upper: Float[Array, " d"]
 
     def __init__(self, lower, upper, dim: int | None = None):
-        lower, upper = jnp.asarray(lower), jnp.asarray(upper)
+        lower, upper = _float_leaf(lower), _float_leaf(upper)
         if dim is not None:
             _checks.positive_int("dim", dim)
             lower, upper = jnp.broadcast_to(lower, (dim,)), jnp.broadcast_to(upper, (dim,))
         if lower.ndim != 1 or lower.shape != upper.shape:
             raise ValueError(
-                f"lower and upper must be vectors of one shape (or scalars with dim), got {lower.shape} and {upper.shape}"
+                "lower and upper must be vectors of one shape (or scalars with dim), "
+                f"got {lower.shape} and {upper.shape}"
             )
         _checks.positive("upper - lower", upper - lower)
         self.lower, self.upper = lower, upper
@@ -48,10 +55,13 @@ class Box(AbstractSet):
         return self.lower.shape
 
     def lmo(self, direction):
-        return jnp.where(direction > 0, self.lower, self.upper)
+        dtype = _dtype_of(direction)
+        return jnp.where(direction > 0, self.lower.astype(dtype), self.upper.astype(dtype))
 
     def project(self, x):
-        return jnp.clip(x, self.lower, self.upper)
+        dtype = _dtype_of(x)
+        lower, upper = self.lower.astype(dtype), self.upper.astype(dtype)
+        return optax.projections.projection_box(x.astype(dtype), lower, upper)
 
     def contains(self, x, atol: float = 1e-8):
         return jnp.all((x >= self.lower - atol) & (x <= self.upper + atol))
@@ -68,6 +78,6 @@ class Box(AbstractSet):
         return (self.lower + self.upper) / 2
 
     def scaled(self, s) -> Box:
-        _checks.in_closed_interval("s", s, 0.0, 1.0)
+        _check_scale(s)
         c, half = self.center(), (self.upper - self.lower) / 2
         return eqx.tree_at(lambda b: (b.lower, b.upper), self, (c - s * half, c + s * half))

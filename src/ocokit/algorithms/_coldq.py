@@ -1,0 +1,430 @@
+"""COLDQ and COLDQ-Expert: constrained online learning with a doubly-bounded virtual queue (paper 003)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._hinge_prox import SOLVERS, hinge_prox_step
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+
+_STARTS = ("origin", "center")
+_PAPER_TABLES = (3, 4, 5, 6)
+
+
+def doubly_bounded_queue(queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
+    """The queue update (8) of paper 003: ``Q_t = max{(1 - eta) Q_{t-1} + [g_t(x_t)]_+, gamma}``.
+
+    ``violation`` is ``g_t(x_t)``, the new constraint at the new decision (spec §7 pitfall 1). By Lemma 1,
+    ``gamma <= Q_t <= max(gamma, G / eta)`` whenever ``|g| <= G``.
+    """
+    return jnp.maximum((1.0 - eta) * queue + jnp.maximum(violation, 0.0), gamma)
+
+
+def _start(domain, start: str) -> Array:
+    c = domain.center()
+    return (domain.project(jnp.zeros_like(c)) if start == "origin" else c).astype(c.dtype)
+
+
+def _check_common(learner) -> None:
+    _checks.in_open_interval("eta", learner.eta, 0.0, 1.0)
+    _checks.positive("gamma", learner.gamma)
+    _checks.positive("alpha0", learner.alpha0)
+    _checks.in_closed_interval("alpha_power", learner.alpha_power, 0.0, 1.0)
+    _checks.positive("tol", learner.tol)
+    _checks.positive_int("max_iter", learner.max_iter)
+    _checks.one_of("solver", learner.solver, SOLVERS)
+    _checks.one_of("start", learner.start, _STARTS)
+
+
+def _theory_eps(info: ProblemInfo, eps: float | None, who: str) -> float:
+    """``eps`` of ``gamma = eps T^(.)``: 0.5 (Tables 3-6) capped at ``G / 2``; warns when ``eps >= G``."""
+    G = info.constants.constraint_bound
+    if eps is None:
+        return 0.5 if not math.isfinite(G) else min(0.5, 0.5 * G)
+    _checks.positive("eps", eps)
+    if math.isfinite(G) and eps >= G:
+        warnings.warn(
+            f"{who}: eps = {eps} >= G = {G} violates gamma < G / eta (Corollary 1): the queue stays frozen "
+            "at gamma and the learner is a fixed exact penalty of weight gamma (spec paper003.md §6.2)",
+            stacklevel=3,
+        )
+    return float(eps)
+
+
+class _COLDQState(eqx.Module):
+    x: Float[Array, " p"]  # x_{t+1}, the decision to play next
+    queue: Float[Array, " N"]  # Q_t (Q_1 = gamma)
+    t: Int[Array, ""]  # rounds absorbed so far
+    iterations: Int[Array, ""]  # dual Newton steps of the last P_t solve
+    converged: Bool[Array, ""]  # whether the last P_t solve met its tolerance
+
+
+class COLDQ(AbstractLearner):
+    """COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
+
+    Update, for ``t >= 2``, from round ``t-1``'s gradient ``grad f_{t-1}(x_{t-1})`` and its *whole*
+    constraint function ``g_{t-1}`` (full-information feedback)::
+
+        x_t   = argmin_{x in X} <grad f_{t-1}(x_{t-1}), x - x_{t-1}> + alpha_{t-1} ||x - x_{t-1}||^2
+                                + sum_n Q_{t-1}^n [g_{t-1}^n(x)]_+                              (P_t)
+        Q_t^n = max{ (1 - eta) Q_{t-1}^n + [g_t^n(x_t)]_+ , gamma }                             (8)
+
+    with ``Q_1^n = gamma`` (not updated with ``g_1(x_1)``) and ``alpha_t = alpha0 t^alpha_power``. The loss
+    is linearised, the constraint is not (its hinge enters exactly), the proximal term has no 1/2. ``P_t``
+    is solved exactly in the compiled run by :func:`~ocokit.algorithms._hinge_prox.hinge_prox_step`
+    (dual projected Newton; fast path when the projected gradient step satisfies ``g_{t-1} <= 0``).
+    The solve happens in ``update`` at the end of round ``t-1``, which has exactly the information above.
+
+    Source: paper ``003_7d479b83c54dcbec.txt``, Algorithm 1, problem ``P_t`` (Section 4.3) and queue (8);
+    spec ``paper003.md`` §2. Guarantees (A1-A3): Lemma 1 ``gamma <= Q_t^n <= G / eta``; Theorem 1 / (13)
+    dynamic regret and Theorem 2 / (14) hard violation; Corollary 1 (``alpha_t = t^{(1-V_x)/2}``,
+    ``eta = 1/T``, ``gamma = eps T``, ``eps in (0, G)``): ``O(T^{(1+V_x)/2})`` dynamic regret and
+    ``O(T^{V_g})`` hard violation, O(1) for fixed constraints, no Slater condition. Corollary 2
+    (``alpha_t = mu t``, A4's ``mu`` without 1/2): ``O(log T)`` static regret.
+
+    Args:
+        eta: queue leak ``eta in (0, 1)`` (theory: ``1/T``).
+        gamma: queue floor ``gamma > 0``; theory wants ``gamma < G / eta`` (``eps T`` with ``eps < G``).
+        alpha0: scale of ``alpha_t = alpha0 t^alpha_power``, > 0 (strongly convex: the paper's ``mu``).
+        alpha_power: exponent in ``[0, 1]`` (non-decreasing ``alpha_t``): ``(1 - V_x)/2`` convex, 1 strongly
+            convex, 1/2 in all the paper's experiments.
+        tol: relative tolerance of the ``P_t`` solver (dual KKT residual in units of ``g``), > 0.
+        max_iter: cap on dual Newton steps per round (static).
+        solver: how ``P_t`` is solved (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`): ``"auto"``
+            uses the problem's declared structure (``affine_constraints`` / ``log_capacity_constraint``)
+            and the generic smooth solver otherwise; ``"affine"`` asserts ``g`` is affine.
+        start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of the paper's setups, as
+            in the authors' code); ``"center"`` plays ``X.center()`` (static).
+
+    Readings (spec §7): queue updated with the new ``g_t`` at the new ``x_t`` (pitfall 1); ``Q_1 = gamma``
+    (pitfall 2); hinge of the exact previous constraint (3); no 1/2 on the proximal term and on A4's
+    ``mu`` (4): a user's standard modulus ``m`` gives ``alpha0 = m / 2`` (``from_theory`` does this); the
+    fast path is tested on the projected point (9). ``from_theory`` and ``from_paper`` warn, not fail,
+    when ``eps >= G``: the queue then stays at ``gamma`` (§6.2).
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression()
+        >>> learner = COLDQ.from_paper(ocokit.algorithms.ProblemInfo.of(problem, 100), table=3)
+        >>> traj = ocokit.run(learner, problem, T=100)
+        >>> bool(traj.diagnostics["queue"].min() >= 0.5 * 100)
+        True
+
+    References:
+        J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace
+        with Dynamics of Both Loss and Constraint. AAAI 2025.
+    """
+
+    eta: Float[Array, ""] = hyperparameter()
+    gamma: Float[Array, ""] = hyperparameter()
+    alpha0: Float[Array, ""] = hyperparameter(default=1.0)
+    alpha_power: Float[Array, ""] = hyperparameter(default=0.5)
+    tol: Float[Array, ""] = hyperparameter(default=1e-11)
+    max_iter: int = eqx.field(static=True, default=50)
+    solver: str = eqx.field(static=True, default="auto")
+    start: str = eqx.field(static=True, default="origin")
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _check_common(self)
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        eps: float | None = None,
+        V_x: float = 0.0,
+        strongly_convex: bool = False,
+        **options: Any,
+    ) -> COLDQ:
+        """Corollary 1 (convex): ``alpha_t = t^{(1-V_x)/2}``, ``eta = 1/T``, ``gamma = eps T``; Corollary 2
+        (``strongly_convex=True``): ``alpha_t = mu t`` with A4's ``mu = m / 2`` for the problem's standard
+        modulus ``m = constants.strong_convexity``.
+
+        ``eps`` defaults to ``min(0.5, G / 2)`` (``G = constants.constraint_bound``; 0.5 if unknown), inside
+        the theory's ``(0, G)``. ``options`` are passed to the constructor (``solver``, ``start``, ...).
+        """
+        T = info.horizon
+        _checks.greater_than("T (horizon)", T, 1)
+        eps = _theory_eps(info, eps, "COLDQ.from_theory")
+        if strongly_convex:
+            m = info.constants.strong_convexity
+            if not (math.isfinite(m) and m > 0):
+                raise ValueError(f"strongly_convex=True needs constants.strong_convexity > 0, got {m}")
+            alpha0, power = 0.5 * m, 1.0
+        else:
+            _checks.in_closed_interval("V_x", V_x, 0.0, 1.0)
+            alpha0, power = 1.0, 0.5 * (1.0 - V_x)
+        return cls(eta=1.0 / T, gamma=eps * T, alpha0=alpha0, alpha_power=power, **options)
+
+    @classmethod
+    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **options: Any) -> COLDQ:
+        """The experiments' parameters (Tables 3-6, identical for COLDQ): ``alpha_t = t^{1/2}``,
+        ``eta = 1/T``, ``gamma = eps T``, ``eps = 0.5``."""
+        if table not in _PAPER_TABLES:
+            raise ValueError(f"table must be one of {list(_PAPER_TABLES)}, got {table!r}")
+        T = info.horizon
+        _checks.greater_than("T (horizon)", T, 1)
+        eps = _theory_eps(info, 0.5, "COLDQ.from_paper")
+        return cls(eta=1.0 / T, gamma=eps * T, alpha0=1.0, alpha_power=0.5, **options)
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import TimeVaryingRegression
+
+        T = 30
+        return [
+            (cls(eta=1.0 / T, gamma=0.5 * T, solver="affine"), TimeVaryingRegression(dim=4, rows=3)),
+            (cls(eta=1.0 / T, gamma=0.1 * T, alpha0=2.0, solver="smooth"), _ball_problem()),
+        ]
+
+    def init(self, info, key):
+        del key
+        x = _start(info.domain, self.start)
+        return _COLDQState(
+            x=x,
+            queue=jnp.full((info.num_constraints,), self.gamma, dtype=x.dtype),
+            t=jnp.asarray(0, jnp.int32),
+            iterations=jnp.asarray(0, jnp.int32),
+            converged=jnp.asarray(True),
+        )
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        t = state.t + 1  # the round just played
+        queue = jnp.where(
+            t >= 2,
+            doubly_bounded_queue(state.queue, feedback.constraints(x), self.eta, self.gamma),
+            state.queue,
+        )
+        queue = queue.astype(state.queue.dtype)
+        alpha = self.alpha0 * t.astype(x.dtype) ** self.alpha_power
+        sol = hinge_prox_step(
+            feedback.problem,
+            feedback.data,
+            feedback.grad(x),
+            alpha,
+            x,
+            queue,
+            solver=self.solver,
+            tol=self.tol,
+            max_iter=self.max_iter,
+        )
+        return _COLDQState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged)
+
+    def diagnostics(self, state):
+        return {"oracle_calls": state.iterations, "queue": state.queue, "solver_converged": state.converged}
+
+
+class _COLDQExpertState(eqx.Module):
+    experts: Float[Array, "M p"]  # x_{t+1}[m]
+    queues: Float[Array, "M N"]  # Q_t^n[m]
+    log_weights: Float[Array, " M"]  # log w_{t+1}[m], normalised
+    x: Float[Array, " p"]  # x_{t+1} = sum_m w_{t+1}[m] x_{t+1}[m]
+    t: Int[Array, ""]
+    iterations: Int[Array, ""]  # dual Newton steps of the last round, summed over experts
+    converged: Bool[Array, ""]
+
+
+class COLDQExpert(AbstractLearner):
+    """COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
+
+    Update (spec §3): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
+    ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point::
+
+        x_t[m]     = argmin_X <grad f_{t-1}(x_{t-1}[m]), x - x_{t-1}[m]> + alpha_{t-1}[m] ||x - x_{t-1}[m]||^2
+                                + sum_n Q_{t-1}^n[m] [g_{t-1}^n(x)]_+
+        x_t        = sum_m w_t[m] x_t[m]                                    (played)
+        Q_t^n[m]   = max{ (1 - eta) Q_{t-1}^n[m] + [g_t^n(x_t[m])]_+ , gamma }   (t >= 2; Q_1 = gamma)
+        w_{t+1}[m] ∝ w_t[m] exp(-kappa l_t(x_t[m])),   l_t(x) = <grad f_t(x_t), x - x_t>
+
+    with the prior ``w_1[m] = (M + 1) / (m (m + 1) M)``. The experts are vmapped (one compiled solve).
+
+    Source: paper ``003_7d479b83c54dcbec.txt``, Appendix J, Algorithm 2 and Corollary 3; spec
+    ``paper003.md`` §3, pitfall 11. Guarantee (Corollary 3, ``M = floor(log2(1 + T) / 2) + 1``,
+    ``kappa = T^{-1/2}``, ``alpha_t[m] = t^{1/2} / 2^{m-1}``, ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}``):
+    ``O(T^{(1+V_x)/2})`` dynamic regret and ``O(T^{V_g})`` hard violation without knowing ``V_x`` (the
+    violation constant carries a factor M, spec §4 observation).
+
+    Args:
+        num_experts: M >= 1 (static).
+        kappa: Hedge rate > 0.
+        eta, gamma, alpha0, alpha_power, tol, max_iter, solver, start: as in :class:`COLDQ`, shared by
+            all experts (every expert starts at the same ``x_1``).
+        ratio: ``alpha_t[m]`` shrinks by this factor per expert, > 0 (paper: 2).
+
+    Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); as the spec resolves
+    (Lemma 6's recursion), ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
+    experts start at the same point). Queues use each expert's own decision; the surrogate is linearised
+    at the played ``x_t`` (pitfall 11). Weights are kept as normalised log-weights (no underflow).
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression()
+        >>> learner = COLDQExpert.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 100))
+        >>> learner.num_experts
+        4
+        >>> traj = ocokit.run(learner, problem, T=100)
+        >>> bool(abs(traj.diagnostics["weights"].sum(axis=-1) - 1).max() < 1e-6)
+        True
+
+    References:
+        J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning. AAAI 2025.
+        L. Zhang, S. Lu and Z.-H. Zhou. Adaptive online learning in dynamic environments. NeurIPS 2018.
+    """
+
+    num_experts: int = eqx.field(static=True)
+    kappa: Float[Array, ""] = hyperparameter()
+    eta: Float[Array, ""] = hyperparameter()
+    gamma: Float[Array, ""] = hyperparameter()
+    alpha0: Float[Array, ""] = hyperparameter(default=1.0)
+    alpha_power: Float[Array, ""] = hyperparameter(default=0.5)
+    ratio: Float[Array, ""] = hyperparameter(default=2.0)
+    tol: Float[Array, ""] = hyperparameter(default=1e-11)
+    max_iter: int = eqx.field(static=True, default=50)
+    solver: str = eqx.field(static=True, default="auto")
+    start: str = eqx.field(static=True, default="origin")
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive_int("num_experts", self.num_experts)
+        _checks.positive("kappa", self.kappa)
+        _checks.positive("ratio", self.ratio)
+        _check_common(self)
+
+    @staticmethod
+    def theory_num_experts(T: int) -> int:
+        """``M = floor(log2(1 + T) / 2) + 1`` (Corollary 3)."""
+        return math.floor(0.5 * math.log2(1 + T)) + 1
+
+    @classmethod
+    def from_theory(cls, info: ProblemInfo, *, eps: float | None = None, **options: Any) -> COLDQExpert:
+        """Corollary 3: ``M = floor(log2(1 + T)/2) + 1``, ``kappa = T^{-1/2}``,
+        ``alpha_t[m] = t^{1/2}/2^{m-1}``, ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}`` (``eps`` as in
+        :meth:`COLDQ.from_theory`)."""
+        T = info.horizon
+        _checks.greater_than("T (horizon)", T, 1)
+        eps = _theory_eps(info, eps, "COLDQExpert.from_theory")
+        return cls(
+            num_experts=cls.theory_num_experts(T),
+            kappa=T**-0.5,
+            eta=T**-1.5,
+            gamma=eps * T**1.5,
+            alpha0=1.0,
+            alpha_power=0.5,
+            ratio=2.0,
+            **options,
+        )
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import TimeVaryingRegression
+
+        T = 30
+        return [
+            (
+                cls(num_experts=3, kappa=T**-0.5, eta=T**-1.5, gamma=0.5 * T**1.5, solver="affine"),
+                TimeVaryingRegression(dim=4, rows=3),
+            )
+        ]
+
+    def prior(self, dtype=None) -> Array:
+        """``w_1[m] = (M + 1) / (m (m + 1) M)``, ``m = 1..M`` (sums to one)."""
+        M = self.num_experts
+        m = jnp.arange(1, M + 1, dtype=dtype or jnp.result_type(float))
+        return (M + 1) / (m * (m + 1) * M)
+
+    def init(self, info, key):
+        del key
+        x = _start(info.domain, self.start)
+        M = self.num_experts
+        log_w = jnp.log(self.prior(x.dtype))
+        experts = jnp.broadcast_to(x, (M, *x.shape))
+        return _COLDQExpertState(
+            experts=experts,
+            queues=jnp.full((M, info.num_constraints), self.gamma, dtype=x.dtype),
+            log_weights=log_w,
+            x=jnp.exp(log_w) @ experts,
+            t=jnp.asarray(0, jnp.int32),
+            iterations=jnp.asarray(0, jnp.int32),
+            converged=jnp.asarray(True),
+        )
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        t = state.t + 1
+        dtype = x.dtype
+        experts = state.experts
+        g = jax.vmap(feedback.constraints)(experts)  # g_t(x_t[m]), (M, N)
+        updated = doubly_bounded_queue(state.queues, g, self.eta, self.gamma)
+        queues = jnp.where(t >= 2, updated, state.queues).astype(dtype)
+        grad = feedback.grad(x)
+        surrogate = experts @ grad - jnp.dot(x, grad)  # l_t(x_t[m]) = <grad f_t(x_t), x_t[m] - x_t>
+        log_w = state.log_weights - self.kappa * surrogate
+        log_w = (log_w - jax.nn.logsumexp(log_w)).astype(dtype)
+        m = jnp.arange(self.num_experts, dtype=dtype)
+        alphas = self.alpha0 * t.astype(dtype) ** self.alpha_power / self.ratio**m
+        grads = jax.vmap(feedback.grad)(experts)
+
+        def solve(c, alpha, z, q):
+            return hinge_prox_step(
+                feedback.problem,
+                feedback.data,
+                c,
+                alpha,
+                z,
+                q,
+                solver=self.solver,
+                tol=self.tol,
+                max_iter=self.max_iter,
+            )
+
+        sol = jax.vmap(solve)(grads, alphas, experts, queues)
+        new_experts = sol.x.astype(dtype)
+        return _COLDQExpertState(
+            experts=new_experts,
+            queues=queues,
+            log_weights=log_w,
+            x=jnp.exp(log_w) @ new_experts,
+            t=t,
+            iterations=jnp.sum(sol.iterations).astype(jnp.int32),
+            converged=jnp.all(sol.converged),
+        )
+
+    def diagnostics(self, state):
+        return {
+            "oracle_calls": state.iterations,
+            "queue": state.queues,
+            "weights": jnp.exp(state.log_weights),
+            "solver_converged": state.converged,
+        }
+
+
+def _ball_problem():
+    """A small problem with a non-linear convex constraint (for the smooth solver's suite case)."""
+    from ocokit.problems import CustomProblem
+    from ocokit.sets import Box
+
+    def sampler(key, t):
+        return jax.random.uniform(key, (3,), minval=-1.0, maxval=1.0)
+
+    return CustomProblem(
+        domain=Box(-1.0, 1.0, dim=3),
+        loss=lambda c, x: jnp.sum((x - 2.0 * c) ** 2),
+        constraints=lambda c, x: jnp.array([jnp.sum((x - 0.3 * c) ** 2) - 0.25, jnp.sum(x) - 0.5]),
+        sampler=sampler,
+    )

@@ -1,0 +1,121 @@
+"""Drift-plus-penalty with virtual queues: the algorithm of Yu, Neely and Wei (NeurIPS 2017)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+
+_STARTS = ("origin", "center")
+
+
+class _YuNeelyWeiState(eqx.Module):
+    x: Array  # x(t), the decision to play
+    queue: Array  # Q_k(t), one virtual queue per constraint
+    t: Array  # rounds absorbed so far
+
+
+class YuNeelyWei(AbstractLearner):
+    """Yu-Neely-Wei drift-plus-penalty (DPP): projected primal step plus linearised virtual queues.
+
+    Update (after playing ``x(t)`` and seeing ``f^t`` and ``g^t = (g_1^t, ..., g_N^t)``)::
+
+        d(t)       = V grad f^t(x(t)) + sum_k Q_k(t) grad g_k^t(x(t))
+        x(t+1)     = Pi_{X_0}( x(t) - d(t) / (2 alpha) )
+                   = argmin_{x in X_0} <d(t), x - x(t)> + alpha ||x - x(t)||^2
+        Q_k(t+1)   = max{ Q_k(t) + g_k^t(x(t)) + <grad g_k^t(x(t)), x(t+1) - x(t)>, 0 }
+
+    with ``Q_k(1) = 0``. The queue is updated with the old constraint linearised at the new point
+    (spec ``baselines.md`` §10.1). One projection onto ``X_0 = K`` per round.
+
+    Source: spec ``baselines.md`` §7.2 (two independent implementations agree, tag [I]; the paper's
+    Algorithm 1 itself was not readable). Guarantees (§7.1, abstract [A]): with ``V = sqrt(T)`` and
+    ``alpha = T``, O(sqrt(T)) expected regret and expected soft constraint violation
+    ``sum_t g_k^t(x(t))`` for i.i.d. stochastic constraints under Slater's condition; O(sqrt(T) log T)
+    with high probability.
+
+    Args:
+        V: penalty weight on the loss gradient, > 0 (``from_theory``: ``sqrt(T)``).
+        alpha: proximal weight (the primal step is ``1 / (2 alpha)``), > 0 (``from_theory``: ``T``).
+        start: ``"origin"`` (default) plays ``x(1) = Pi_K(0)``, as both reference implementations do
+            (``0`` itself when ``0 in K``); ``"center"`` plays ``K.center()`` (static).
+
+    Readings: the hinge-free queue of the spec (``max{., 0}`` of the linearised sum), proximal weight
+    without 1/2 (``d / (2 alpha)``, §10.2). With no constraints (N = 0) this is projected OGD with step
+    ``V / (2 alpha)``.
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression()
+        >>> learner = YuNeelyWei.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 50))
+        >>> ocokit.run(learner, problem, T=50).constraints.shape
+        (50, 2)
+
+    References:
+        H. Yu, M. J. Neely and X. Wei. Online convex optimization with stochastic constraints. NeurIPS 2017.
+    """
+
+    V: Array = hyperparameter()
+    alpha: Array = hyperparameter()
+    start: str = eqx.field(static=True, default="origin")
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("V", self.V)
+        _checks.positive("alpha", self.alpha)
+        _checks.one_of("start", self.start, _STARTS)
+
+    @classmethod
+    def from_theory(
+        cls, info: ProblemInfo, *, V: float | None = None, alpha: float | None = None, start: str = "origin"
+    ) -> YuNeelyWei:
+        """The parameters of spec ``baselines.md`` §7.2: ``V = sqrt(T)``, ``alpha = T``."""
+        T = info.horizon
+        return cls(
+            V=math.sqrt(T) if V is None else V,
+            alpha=float(T) if alpha is None else alpha,
+            start=start,
+        )
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import TimeVaryingRegression
+
+        return [(cls(V=5.0, alpha=100.0), TimeVaryingRegression(dim=4, rows=3, num_constraints=2))]
+
+    def init(self, info, key):
+        del key
+        domain = info.domain
+        c = domain.center()
+        x = domain.project(jnp.zeros_like(c)) if self.start == "origin" else c
+        return _YuNeelyWeiState(
+            x=x.astype(c.dtype),
+            queue=jnp.zeros((info.num_constraints,), dtype=c.dtype),
+            t=jnp.asarray(0, jnp.int32),
+        )
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        domain = feedback.problem.domain
+        dtype = x.dtype
+        g = feedback.constraints(x)  # (N,)
+        J = feedback.constraints_jacobian(x)  # (N, *shape)
+        n = g.shape[0]
+        J2 = J.reshape(n, x.size)
+        d = self.V * feedback.grad(x) + (state.queue @ J2).reshape(x.shape)
+        x_new = domain.project(x - d / (2.0 * self.alpha)).astype(dtype)
+        linearised = g + J2 @ (x_new - x).ravel()
+        queue = jnp.maximum(state.queue + linearised, 0.0).astype(dtype)
+        return _YuNeelyWeiState(x=x_new, queue=queue, t=state.t + 1)
+
+    def diagnostics(self, state):
+        return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue}

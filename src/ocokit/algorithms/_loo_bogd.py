@@ -1,0 +1,907 @@
+"""Blocked projection-free OGD with a linear optimisation oracle (LOO): Garber and Kretzu 2022 and 2024.
+
+The building blocks (spec ``baselines.md`` §1, read in the paper, tag [P]):
+
+* :func:`separating_hyperplane_fw` (SH-FW, Algorithm 2): Frank-Wolfe on ``1/2 ||x - y||^2`` from a
+  feasible start, stopped by the gap ``<x - y, x - v> <= eps`` or by ``||x - y||^2 <= 3 eps``; it runs
+  through the shared :func:`ocokit.algorithms._fw.inner_frank_wolfe` with the set's warm-started LMO.
+* :func:`close_infeasible_projection` (Algorithm 3): SH-FW calls and pull steps ``y <- y - gamma (y - x)``
+  until ``||x - y||^2 <= 3 eps``; returns ``(x, y)`` with ``x`` in K and ``y`` an infeasible projection.
+* The blocked chain of Algorithms 4 and 9: gradients are summed over a block of ``K_b`` rounds, one
+  close infeasible projection per block; the paper pipelines it (the projection of block m's point is
+  played in block m + 2); ``pipelined=False`` plays it in block m + 1.
+
+Learners: :class:`LOOBOGD` (Alg. 4, full information), :class:`LOOBBGD` (Alg. 9, bandit), and the
+*reconstructed* constrained versions :class:`LPM` and :class:`LBPM` (G&K 2024, Algs. 4 and 5, rebuilt in
+spec ``baselines.md`` §2.2-§2.3 because the paper's text could not be read).
+"""
+
+# ruff: noqa: F722, UP037  (jaxtyping shape strings such as "..." are not Python expressions)
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int, PRNGKeyArray
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._fw import inner_frank_wolfe
+from ocokit.feedback import BANDIT, FULL_INFORMATION, FeedbackKind, sample_unit_sphere
+from ocokit.sets import AbstractSet
+
+_DUAL_RULES = ("lagrangian", "dpp_queue")
+
+
+def _sq(a: Array) -> Array:
+    return jnp.vdot(a.ravel(), a.ravel()).real
+
+
+def _optional_leaf() -> Any:
+    """A numeric field that may be ``None`` (a default computed from other parameters or from K)."""
+    return eqx.field(default=None, converter=lambda v: v if v is None else jnp.asarray(v))
+
+
+def _int_leaf(value: Any) -> Array:
+    """An integer hyperparameter (the block size) as an int32 leaf; a non-integer raises ``ValueError``."""
+    arr = jnp.asarray(value)
+    if not isinstance(value, jax.core.Tracer) and not jnp.issubdtype(arr.dtype, jnp.integer):
+        if not bool(jnp.all(arr == jnp.round(arr))):
+            raise ValueError(f"block_size must be an integer >= 1, got {value}")
+    return arr.astype(jnp.int32)
+
+
+# --------------------------------------------------------------------------------------------------
+# Algorithms 2 and 3 of G&K 2022.
+
+
+def separating_hyperplane_fw(
+    domain: AbstractSet, y: Array, x1: Array, lmo_state: Any, *, eps: Any, max_iter: int
+) -> tuple[Array, Any, Int[Array, ""]]:
+    """SH-FW (G&K 2022, Algorithm 2; spec ``baselines.md`` §1.3): FW on ``1/2 ||x - y||^2`` from ``x1 in K``.
+
+    Iteration i: ``v_i = LOO(x_i - y)``; stop with ``x_i`` if ``<x_i - y, x_i - v_i> <= eps`` or
+    ``||x_i - y||^2 <= 3 eps``; else ``x_{i+1} = x_i + sigma_i (v_i - x_i)`` with the exact line search
+    ``sigma_i = clip(<y - x_i, v_i - x_i> / ||v_i - x_i||^2, 0, 1)``. Lemma 6: at most
+    ``ceil(27 R^2/eps - 2)`` iterations; the output satisfies ``||x - y||^2 <= ||x1 - y||^2`` and either
+    ``||x - y||^2 <= 3 eps`` or ``(y - z)^T (y - x) > 2 eps`` for all z in K.
+
+    Returns:
+        ``(x, lmo_state, loo_calls)``.
+    """
+    thr = 3.0 * eps
+    x, lmo_state, calls, _ = inner_frank_wolfe(
+        domain,
+        lambda x: x - y,
+        x1,
+        lmo_state,
+        beta=1.0,
+        gap_tol=eps,
+        max_iter=max_iter,
+        stop=lambda x: _sq(x - y) <= thr,
+    )
+    return x, lmo_state, calls
+
+
+def close_infeasible_projection(
+    domain: AbstractSet,
+    x0: Array,
+    y0: Array,
+    lmo_state: Any,
+    *,
+    eps: Any,
+    radius: Any,
+    max_outer: int,
+    max_fw: int,
+    active: Any = True,
+) -> tuple[Array, Array, Any, Int[Array, ""]]:
+    """Close infeasible projection via a LOO (G&K 2022, Algorithm 3; spec ``baselines.md`` §1.4).
+
+    ``y_1 = c + (y0 - c) / max(1, ||y0 - c|| / R)`` (projection onto the ball ``B(c, R)`` that contains
+    K, with ``c = K.center()``); return ``(x0, y_1)`` if ``||x0 - y0||^2 <= 3 eps``; else repeat
+    ``x_i = SH-FW(K, eps, x_{i-1}, y_i)`` and, while ``||x_i - y_i||^2 > 3 eps``, pull
+    ``y_{i+1} = y_i - gamma (y_i - x_i)`` with ``gamma = 2 eps / ||x0 - y0||^2`` (Lemma 7). Lemma 7: the
+    output has ``x in K``, ``||x - y||^2 <= 3 eps`` and ``||y - z||^2 <= ||y0 - z||^2`` for every z in K.
+
+    Args:
+        domain: the set K.
+        x0: a feasible warm start.
+        y0: the point to project.
+        lmo_state: the set's warm-start LMO state.
+        eps: the tolerance epsilon > 0.
+        radius: R with K inside ``B(K.center(), R)``.
+        max_outer, max_fw: safety caps on the outer loop and on each SH-FW run (static).
+        active: when false the call is a no-op returning ``(x0, y0)`` with zero LOO calls (lets a blocked
+            learner call it every round under ``vmap`` without ``lax.cond`` running both branches).
+
+    Returns:
+        ``(x, y, lmo_state, loo_calls)``.
+    """
+    c = domain.center().astype(y0.dtype)
+    dist = jnp.sqrt(_sq(y0 - c))
+    y1 = c + (y0 - c) / jnp.maximum(1.0, dist / radius)
+    d0 = _sq(x0 - y0)
+    thr = 3.0 * eps
+    gamma = 2.0 * eps / jnp.where(d0 > 0, d0, 1.0)
+    active = jnp.asarray(active)
+    done0 = (d0 <= thr) | ~active
+
+    def cond(carry):
+        _, _, _, _, iters, done = carry
+        return (~done) & (iters < max_outer)
+
+    def body(carry):
+        x, y, state, calls, iters, _ = carry
+        x_new, state, k = separating_hyperplane_fw(domain, y, x, state, eps=eps, max_iter=max_fw)
+        far = _sq(x_new - y) > thr
+        y_new = jnp.where(far, y - gamma * (y - x_new), y)
+        return x_new, y_new, state, calls + k, iters + 1, ~far
+
+    zero = jnp.asarray(0, jnp.int32)
+    x, y, lmo_state, calls, _, _ = jax.lax.while_loop(cond, body, (x0, y1, lmo_state, zero, zero, done0))
+    y = jnp.where(active, y, y0)
+    return x, y, lmo_state, calls
+
+
+# --------------------------------------------------------------------------------------------------
+# The blocked chain shared by the four learners.
+
+
+class _Block(eqx.Module):
+    """The blocked OGD-without-feasibility chains of Algorithms 4 and 9 (and of the reconstructions)."""
+
+    x: Float[Array, "..."]  # x_{m-1}: the feasible point played in the current block m
+    x_next: Float[Array, "..."]  # x_m, already projected, played in block m + 1 (pipelined only)
+    y: Float[Array, "..."]  # y_t: the running infeasible iterate of the current chain
+    y_next: Float[Array, "..."]  # y~_m: the start of the next block's chain (pipelined only)
+    t: Int[Array, ""]  # rounds absorbed so far
+    lmo_state: Any  # the set's warm-start LMO state
+    oracle_calls: Int[Array, ""]  # LOO calls made by the last update (0 inside a block)
+
+
+def _block_init(domain: AbstractSet, dtype: Any) -> _Block:
+    x0 = domain.center().astype(dtype)  # x_0 = x_1 = y~_0 = y~_1: the centre of K
+    zero = jnp.asarray(0, jnp.int32)
+    return _Block(x=x0, x_next=x0, y=x0, y_next=x0, t=zero, lmo_state=domain.lmo_init(), oracle_calls=zero)
+
+
+def _block_step(
+    block: _Block,
+    grad: Array,
+    domain: AbstractSet,
+    *,
+    eta: Any,
+    eps: Any,
+    block_size: Any,
+    radius: Any,
+    pipelined: bool,
+    max_outer: int,
+    max_fw: int,
+) -> tuple[_Block, Array]:
+    """``y_{t+1} = y_t - eta grad_t``; at a block's end, one close infeasible projection.
+
+    Returns:
+        ``(block, end)`` with ``end`` true when round t closed a block.
+    """
+    dtype = block.x.dtype
+    y = (block.y - eta * grad).astype(dtype)
+    t = block.t + 1
+    end = (t % block_size) == 0
+    xp, yp, lmo_state, calls = close_infeasible_projection(
+        domain,
+        block.x,
+        y,
+        block.lmo_state,
+        eps=eps,
+        radius=radius,
+        max_outer=max_outer,
+        max_fw=max_fw,
+        active=end,
+    )
+    xp, yp = xp.astype(dtype), yp.astype(dtype)
+    if pipelined:  # Alg. 4: x_{m+1} (from block m) is played in block m + 2; block m + 1 plays x_m
+        new = _Block(
+            x=jnp.where(end, block.x_next, block.x),
+            x_next=jnp.where(end, xp, block.x_next),
+            y=jnp.where(end, block.y_next, y),
+            y_next=jnp.where(end, yp, block.y_next),
+            t=t,
+            lmo_state=lmo_state,
+            oracle_calls=calls,
+        )
+    else:  # the projection of block m is played in block m + 1
+        x = jnp.where(end, xp, block.x)
+        y = jnp.where(end, yp, y)
+        new = _Block(x=x, x_next=x, y=y, y_next=y, t=t, lmo_state=lmo_state, oracle_calls=calls)
+    return new, end
+
+
+def _radius(radius: Any, domain: AbstractSet) -> Any:
+    """R with K inside ``B(center, R)``: the given one, else the diameter (valid since the centre is in K)."""
+    return domain.diameter if radius is None else radius
+
+
+def _blocks_theory(T: int, factor: float) -> int:
+    return int(min(T, max(1, math.floor(factor * math.sqrt(T)))))
+
+
+def _constant(info: ProblemInfo, name: str, who: str) -> float:
+    value = float(getattr(info.constants, name))
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{who}.from_theory needs the problem constant {name} (> 0), got {value}")
+    return value
+
+
+def _full_info_theory(
+    info: ProblemInfo, who: str, radius: Any, eta_c: float, eps_c: float, block_c: float
+) -> dict[str, Any]:
+    """Theorem 9 of G&K 2022 with its constants as arguments: ``eta``, ``eps``, ``K_b`` and ``R``."""
+    for name, v in (("eta_constant", eta_c), ("eps_constant", eps_c), ("block_constant", block_c)):
+        _checks.positive(name, v)
+    T = info.horizon
+    G = _constant(info, "grad_bound", who)
+    R = float(_radius(radius, info.domain))
+    return {
+        "eta": eta_c * R / G * T**-0.75,
+        "eps": eps_c * R**2 / math.sqrt(T),
+        "block_size": _blocks_theory(T, block_c),
+        "radius": R,
+    }
+
+
+def _bandit_theory(
+    info: ProblemInfo, radius: Any, c: Any, eta_c: float, block_c: float | None, M: float
+) -> dict[str, Any]:
+    """Theorem 11 of G&K 2022 with its constants as arguments: ``eta``, ``delta``, ``K_b`` and ``R``."""
+    T = info.horizon
+    n = math.prod(info.domain.shape)
+    R = float(_radius(radius, info.domain))
+    r = float(info.domain.inner_radius)
+    c = 20.0 * R * math.sqrt(n * M) if c is None else c
+    block_c = 6.0 * n * M if block_c is None else block_c
+    for name, v in (("c", c), ("eta_constant", eta_c), ("block_constant", block_c)):
+        _checks.positive(name, v)
+    return {
+        "eta": eta_c * R / math.sqrt(n * M) * T**-0.75,
+        "delta": min(c * T**-0.25, r / 2),
+        "block_size": _blocks_theory(T, block_c),
+        "radius": R,
+    }
+
+
+def _check_common(lrn: Any) -> None:
+    _checks.positive("eta", lrn.eta)
+    _checks.positive("block_size", lrn.block_size)
+    if lrn.radius is not None:
+        _checks.positive("radius", lrn.radius)
+    _checks.positive_int("max_outer_iter", lrn.max_outer_iter)
+    _checks.positive_int("max_fw_iter", lrn.max_fw_iter)
+
+
+def _test_problem(dim: int = 3, constrained: bool = True):
+    from ocokit.problems import CustomProblem
+    from ocokit.sets import Box
+
+    def sampler(key, t):
+        k1, k2 = jax.random.split(key)
+        c = jnp.array([1.0, -0.5, 0.25])[:dim] + 0.3 * jax.random.normal(k1, (dim,))
+        s = jax.random.uniform(k2, (), minval=0.5, maxval=1.5)
+        return {"c": c, "s": s}
+
+    return CustomProblem(
+        domain=Box(-1.0, 1.0, dim=dim),
+        loss=lambda d, x: jnp.dot(d["c"], x) + 0.5 * jnp.sum(x**2),
+        constraints=(lambda d, x: d["s"] * jnp.array([jnp.sum(x) - 0.5])) if constrained else None,
+        sampler=sampler,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# LOO-BOGD and LOO-BBGD (verified, [P]).
+
+
+class _LOOBOGDState(eqx.Module):
+    block: _Block
+
+
+class LOOBOGD(AbstractLearner):
+    """LOO-BOGD: blocked online gradient descent with a linear optimisation oracle (G&K 2022, Algorithm 4).
+
+    Update (rounds t of block m play the same feasible ``x_{m-1}``)::
+
+        y_{t+1} = y_t - eta grad f_t(x_{m-1})                                  (every round)
+        (x_{m+1}, y~_{m+1}) = Alg3(K, x_{m-1}, y_{mK_b+1}, eps);  y_{mK_b+1} <- y~_m  (end of block m)
+
+    so block m + 1 plays ``x_m`` and ``x_{m+1}`` waits a block (the paper's pipelining: the projection
+    "runs in parallel" with the next block). Algorithm 3 (:func:`close_infeasible_projection`) calls
+    SH-FW, one LOO call per FW iteration. Starts at ``x_0 = x_1 = K.center()``.
+
+    Source: G&K 2022 (COLT, PMLR 178), Algorithms 2-4; spec ``baselines.md`` §1.3-§1.5, read in the paper
+    [P]. Guarantee (Theorem 9): with ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
+    ``K_b = 5 T^{1/2}``, the adaptive regret on every interval is ``<= 20 G_f R (T^{1/2} + T^{3/4})`` and
+    the total number of LOO calls is ``<= T``. Assumes ``K`` inside ``R B`` and ``||grad f_t|| <= G_f``
+    on ``R B``.
+
+    Args:
+        eta: step size eta > 0.
+        eps: tolerance epsilon > 0 of Algorithms 2-3.
+        block_size: block length ``K_b``, an integer >= 1 (an int32 leaf, so grids of it vmap).
+        radius: R > 0 with K inside ``B(K.center(), R)``; default ``None`` uses ``K.diameter`` (always valid).
+        pipelined: ``True`` (default, the paper's Algorithm 4) or ``False``: play the projection of block m
+            in block m + 1 (inferred in the spec to keep the guarantees up to constants).
+        max_outer_iter, max_fw_iter: safety caps on Algorithm 3's loop and on each SH-FW run (static).
+
+    Readings: ``x_0 = x_1 = K.center()``; the ball of Algorithm 3's first line is centred at ``K.center()``
+    (the paper assumes ``0 in K`` and centres it at 0); ``||y_0||`` in that line is read as the input's norm.
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression(dim=3)
+        >>> learner = LOOBOGD(eta=0.01, eps=0.1, block_size=4)
+        >>> ocokit.run(learner, problem, T=20).loss.shape
+        (20,)
+
+    References:
+        D. Garber and B. Kretzu. New projection-free algorithms for online convex optimization with adaptive
+        regret guarantees. COLT 2022 (PMLR 178).
+    """
+
+    eta: Float[Array, ""] = hyperparameter()
+    eps: Float[Array, ""] = hyperparameter()
+    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
+    radius: Float[Array, ""] | None = _optional_leaf()
+    pipelined: bool = eqx.field(static=True, default=True)
+    max_outer_iter: int = eqx.field(static=True, default=1000)
+    max_fw_iter: int = eqx.field(static=True, default=1000)
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _check_common(self)
+        _checks.positive("eps", self.eps)
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        radius: float | None = None,
+        pipelined: bool = True,
+        eta_constant: float = 1.0,
+        eps_constant: float = 60.0,
+        block_constant: float = 5.0,
+    ) -> LOOBOGD:
+        """Theorem 9: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``, ``K_b = floor(5 T^{1/2})``.
+
+        ``K_b`` is clipped to [1, T]; ``G_f`` is the problem constant ``grad_bound``; ``R`` defaults to
+        ``K.diameter``. The constants 1, 60 and 5 can be changed (``eta_constant``, ``eps_constant``,
+        ``block_constant``) keeping the exponents in T: Theorem 9's are made for the proof, and at
+        ``T < 10^4`` its tolerance ``3 eps`` exceeds ``R^2``, so the played point barely moves.
+        """
+        return cls(
+            pipelined=pipelined,
+            **_full_info_theory(info, cls.__name__, radius, eta_constant, eps_constant, block_constant),
+        )
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        return [
+            (cls(eta=0.05, eps=0.02, block_size=3), _test_problem(constrained=False)),
+            (cls(eta=0.05, eps=0.02, block_size=4, pipelined=False), _test_problem()),
+        ]
+
+    def init(self, info, key):
+        del key
+        return _LOOBOGDState(block=_block_init(info.domain, info.domain.center().dtype))
+
+    def decide(self, state):
+        return state.block.x
+
+    def update(self, state, x, feedback):
+        domain = feedback.problem.domain
+        block, _ = _block_step(
+            state.block,
+            feedback.grad(x),
+            domain,
+            eta=self.eta,
+            eps=self.eps,
+            block_size=self.block_size,
+            radius=_radius(self.radius, domain),
+            pipelined=self.pipelined,
+            max_outer=self.max_outer_iter,
+            max_fw=self.max_fw_iter,
+        )
+        return _LOOBOGDState(block=block)
+
+    def diagnostics(self, state):
+        return {"oracle_calls": state.block.oracle_calls}
+
+
+class _BanditState(eqx.Module):
+    block: _Block
+    domain: AbstractSet  # K_{delta/r} = center + (1 - delta/r)(K - center)
+    delta: Float[Array, ""]  # the smoothing radius actually used
+    key: PRNGKeyArray
+    u: Float[Array, "..."]  # u_t, uniform on the unit sphere, drawn before round t
+
+
+def _bandit_init(domain: AbstractSet, delta: Any, key: Any) -> _BanditState:
+    dtype = domain.center().dtype
+    shrunk = domain.scaled(1.0 - delta / domain.inner_radius)
+    key, sub = jax.random.split(key)
+    return _BanditState(
+        block=_block_init(shrunk, dtype),
+        domain=shrunk,
+        delta=jnp.asarray(delta, dtype),
+        key=key,
+        u=sample_unit_sphere(sub, domain.shape, dtype),
+    )
+
+
+def _next_u(state: _BanditState) -> tuple[Array, Array]:
+    key, sub = jax.random.split(state.key)
+    return key, sample_unit_sphere(sub, state.u.shape, state.u.dtype)
+
+
+class LOOBBGD(AbstractLearner):
+    """LOO-BBGD: blocked bandit gradient descent with a LOO (G&K 2022, Algorithm 9).
+
+    Update (block m, round t; ``u_t`` uniform on the unit sphere S^{n-1})::
+
+        play z_t = x_{m-1} + delta u_t;  observe f_t(z_t)
+        g_t = (n / delta) f_t(z_t) u_t;  y_{t+1} = y_t - eta g_t
+        end of block: (x_{m+1}, y~_{m+1}) = Alg3(K_{delta/r}, x_{m-1}, y_{mK_b+1}, eps = delta^2 / 3)
+
+    with ``K_{delta/r} = c + (1 - delta/r)(K - c)``, ``c = K.center()`` and ``r = K.inner_radius``, so every
+    ``z_t`` lies in K. Pipelined as :class:`LOOBOGD`.
+
+    Source: G&K 2022, Algorithm 9; spec ``baselines.md`` §1.6 [P]. Guarantee (Theorem 11): with
+    ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}``, ``delta = c T^{-1/4}`` (``c T^{-1/4} < r``), the
+    expected adaptive regret is ``O(T^{3/4})`` and the expected number of LOO calls is ``O(T)``.
+
+    Args:
+        eta: step size > 0.
+        delta: smoothing radius, ``0 < delta < r`` (r = the inner radius of K; checked by ``from_theory``).
+        block_size: ``K_b``, an integer >= 1.
+        eps: tolerance of Algorithm 3; default ``None`` uses Algorithm 9's ``delta^2 / 3``.
+        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LOOBOGD`.
+
+    Readings: the "play" line of Algorithm 9 prints ``x~_{m-1}``; the only feasible points are ``x_{m-1}``, so
+    ``z_t = x_{m-1} + delta u_t`` (inferred, spec §1.6). The LOO of the shrunk set is the set's own
+    (``K.scaled``). Theorem 11's ``K_b`` exceeds T at practical sizes and is clipped to [1, T].
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression(dim=3)
+        >>> learner = LOOBBGD(eta=0.001, delta=0.5, block_size=4)
+        >>> ocokit.run(learner, problem, T=20).loss.shape
+        (20,)
+
+    References:
+        D. Garber and B. Kretzu. New projection-free algorithms for online convex optimization with adaptive
+        regret guarantees. COLT 2022 (PMLR 178).
+    """
+
+    eta: Float[Array, ""] = hyperparameter()
+    delta: Float[Array, ""] = hyperparameter()
+    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
+    eps: Float[Array, ""] | None = _optional_leaf()
+    radius: Float[Array, ""] | None = _optional_leaf()
+    pipelined: bool = eqx.field(static=True, default=True)
+    max_outer_iter: int = eqx.field(static=True, default=1000)
+    max_fw_iter: int = eqx.field(static=True, default=1000)
+    feedback: ClassVar[FeedbackKind] = BANDIT
+
+    def __check_init__(self):
+        _check_common(self)
+        _checks.positive("delta", self.delta)
+        if self.eps is not None:
+            _checks.positive("eps", self.eps)
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        c: float | None = None,
+        radius: float | None = None,
+        pipelined: bool = True,
+        eta_constant: float = 1.0,
+        block_constant: float | None = None,
+    ) -> LOOBBGD:
+        """Theorem 11: ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}``, ``delta = c T^{-1/4}``.
+
+        ``M`` is the problem constant ``loss_bound``, ``n`` the dimension, ``R`` defaults to ``K.diameter``,
+        ``c`` to Theorem 11's ``20 R sqrt(nM)``. ``delta`` is capped at ``r/2`` (the theorem needs
+        ``c T^{-1/4} < r``; at practical T its constants violate this) and ``K_b`` is clipped to [1, T].
+        ``eta_constant`` (1) and ``block_constant`` (``6 n M``) rescale ``eta`` and ``K_b``.
+        """
+        M = _constant(info, "loss_bound", cls.__name__)
+        return cls(pipelined=pipelined, **_bandit_theory(info, radius, c, eta_constant, block_constant, M))
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        return [
+            (cls(eta=0.01, delta=0.3, block_size=3), _test_problem(constrained=False)),
+            (cls(eta=0.01, delta=0.3, block_size=4, pipelined=False), _test_problem()),
+        ]
+
+    def init(self, info, key):
+        return _bandit_init(info.domain, self.delta, key)
+
+    def decide(self, state):
+        return state.block.x + state.delta * state.u
+
+    def update(self, state, x, feedback):
+        del x
+        grad = (state.u.size / state.delta) * feedback.loss * state.u  # one-point estimate (Flaxman et al.)
+        eps = state.delta**2 / 3.0 if self.eps is None else self.eps
+        block, _ = _block_step(
+            state.block,
+            grad,
+            state.domain,
+            eta=self.eta,
+            eps=eps,
+            block_size=self.block_size,
+            radius=_radius(self.radius, state.domain),
+            pipelined=self.pipelined,
+            max_outer=self.max_outer_iter,
+            max_fw=self.max_fw_iter,
+        )
+        key, u = _next_u(state)
+        return _BanditState(block=block, domain=state.domain, delta=state.delta, key=key, u=u)
+
+    def diagnostics(self, state):
+        return {"oracle_calls": state.block.oracle_calls}
+
+
+# --------------------------------------------------------------------------------------------------
+# LPM and LBPM (G&K 2024, Algorithms 4 and 5): RECONSTRUCTED from spec baselines.md §2.2-§2.3.
+
+
+class _DualState(eqx.Module):
+    dual: Float[Array, " N"]  # lambda_m (Lagrangian rule) or Q_m (DPP queue), fixed within a block
+    viol_sum: Float[Array, " N"]  # sum over the current block of [g_t(x_m)]_+ (or g_t(x_m) with hinge=False)
+
+
+def _dual_init(n: int, dtype: Any) -> _DualState:
+    return _DualState(dual=jnp.zeros((n,), dtype), viol_sum=jnp.zeros((n,), dtype))
+
+
+def _dual_step(lrn: Any, dual: _DualState, viol: Array, end: Array) -> _DualState:
+    """Add this round's violation; at a block's end apply the dual rule to the block sums."""
+    s = dual.viol_sum + viol
+    lam = dual.dual
+    if lrn.dual_rule == "lagrangian":  # lambda_{m+1} = [lambda_m + mu sum_t ([g_t]_+ - delta mu lambda_m)]_+
+        new = jnp.maximum(0.0, lam + lrn.mu * (s - lrn.block_size * lrn.dual_reg * lrn.mu * lam))
+    else:  # Q_{m+1} = [Q_m + sum_t g_t]_+
+        new = jnp.maximum(0.0, lam + s)
+    new = new.astype(lam.dtype)
+    return _DualState(dual=jnp.where(end, new, lam), viol_sum=jnp.where(end, jnp.zeros_like(s), s))
+
+
+def _loss_scale(lrn: Any) -> Any:
+    return 1.0 if lrn.dual_rule == "lagrangian" else lrn.V
+
+
+def _check_dual(lrn: Any) -> None:
+    _checks.one_of("dual_rule", lrn.dual_rule, _DUAL_RULES)
+    _checks.positive("mu", lrn.mu)
+    _checks.nonnegative("dual_reg", lrn.dual_reg)
+    _checks.positive("V", lrn.V)
+
+
+def _dual_theory(info: ProblemInfo, who: str, eta: float, dual_rule: str) -> dict[str, float]:
+    """``mu = eta``, ``delta = 4 max(G_f, G_g)^2``; the queue ``Q = lambda / mu`` has ``V = 1/mu``."""
+    G = max(_constant(info, "grad_bound", who), _constant(info, "constraint_grad_bound", who))
+    if dual_rule == "lagrangian":
+        return {"mu": eta, "dual_reg": 4.0 * G**2, "V": 1.0, "eta": eta}
+    # Q_m = lambda_m / mu turns the unregularised Lagrangian rule into the queue rule: the primal step on
+    # V grad f + Q grad g is then eta / V = eta mu (spec §2.2, "dpp_queue").
+    return {"mu": eta, "dual_reg": 0.0, "V": 1.0 / eta, "eta": eta * eta}
+
+
+class _LPMState(eqx.Module):
+    block: _Block
+    dual: _DualState
+
+
+class LPM(AbstractLearner):
+    """LPM (reconstructed): LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 4).
+
+    RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked against
+    it; they are the derivation of spec ``baselines.md`` §2.2 (LOO-BOGD run on a regularised Lagrangian).
+    Do not cite results of this class as the authors' algorithm.
+
+    Update (block m plays ``x_m``; ``g_t^+ = [g_t]_+`` and ``d[g]_+`` its subgradient, 0 at the kink)::
+
+        Gx = sum_{t in B_m} [ grad f_t(x_m) + sum_n lambda_m^n d[g_t^n]_+(x_m) ]
+        Gl = sum_{t in B_m} ( [g_t(x_m)]_+ - delta mu lambda_m )
+        y_{m+1} = y~_m - eta Gx;  (x_{m+1}, y~_{m+1}) = Alg3(K, x_m, y_{m+1}, eps)
+        lambda_{m+1} = [lambda_m + mu Gl]_+
+
+    i.e. :class:`LOOBOGD` on the regularised Lagrangian
+    ``L_t(x, lambda) = f_t(x) + sum_n lambda^n [g_t^n(x)]_+ - (delta mu / 2)||lambda||^2``,
+    with ``y`` accumulated round by round and ``lambda`` updated once per block.
+
+    Source: G&K 2024 (ICML, PMLR 235), Algorithm 4, reconstructed in spec ``baselines.md`` §2.2; Algorithm 3
+    of G&K 2022 [P]. Published bounds (verified only from the abstract and AAAI-25 Table 1): ``O~(T^{3/4})``
+    regret and ``O(T^{7/8})`` CCV, with first-order access to the time-varying constraints ``g_t``. The spec's
+    derivation: Lagrangian OGD with step ``eta`` gives regret ``O(1/eta + eta T)`` and violation
+    ``O(sqrt(T (1/eta + eta T)))``; LOO-BOGD forces ``eta ~ T^{-3/4}``, hence ``T^{3/4}`` and ``T^{7/8}``.
+
+    Args:
+        eta: primal step > 0.
+        eps: tolerance of Algorithm 3, > 0.
+        block_size: ``K_b``, an integer >= 1.
+        mu: dual step > 0 (rule ``"lagrangian"``).
+        dual_reg: the regulariser delta >= 0 of ``L_t`` (rule ``"lagrangian"``; the spec's ``delta``).
+        V: loss weight > 0 of rule ``"dpp_queue"``.
+        dual_rule: ``"lagrangian"`` (default, the spec's rule above) or ``"dpp_queue"``: ``Q_{m+1} =
+            [Q_m + sum_{t in B_m} g_t(x_m)]_+`` and primal gradient ``V grad f_t + sum_n Q_m^n grad g_t^n``
+            (the YNW queue run blockwise; the reading closest to AAAI-25's "drift-plus-penalty, Phi(x) = x").
+        hinge: ``True`` (default) uses ``[g_t]_+`` (bounds on CCV, as AAAI-25 report) in both the dual and the
+            primal gradient; ``False`` uses ``g_t``.
+        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LOOBOGD`; ``pipelined`` defaults to
+            ``False`` here, the form the spec writes (the projection of block m is played in block m + 1).
+
+    Readings: both dual rules are implemented; every parameter value is a reconstruction (``from_theory``).
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression(dim=3)
+        >>> learner = LPM(eta=0.01, eps=0.1, block_size=4, mu=0.01, dual_reg=1.0)
+        >>> LPM.reconstructed, ocokit.run(learner, problem, T=20).constraints.shape
+        (True, (20, 2))
+
+    References:
+        D. Garber and B. Kretzu. Projection-free online convex optimization with time-varying constraints.
+        ICML 2024 (PMLR 235); arXiv:2402.08799.
+    """
+
+    eta: Float[Array, ""] = hyperparameter()
+    eps: Float[Array, ""] = hyperparameter()
+    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
+    mu: Float[Array, ""] = hyperparameter(default=1.0)
+    dual_reg: Float[Array, ""] = hyperparameter(default=0.0)
+    V: Float[Array, ""] = hyperparameter(default=1.0)
+    dual_rule: str = eqx.field(static=True, default="lagrangian")
+    hinge: bool = eqx.field(static=True, default=True)
+    radius: Float[Array, ""] | None = _optional_leaf()
+    pipelined: bool = eqx.field(static=True, default=False)
+    max_outer_iter: int = eqx.field(static=True, default=1000)
+    max_fw_iter: int = eqx.field(static=True, default=1000)
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    reconstructed: ClassVar[bool] = True
+
+    def __check_init__(self):
+        _check_common(self)
+        _checks.positive("eps", self.eps)
+        _check_dual(self)
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        dual_rule: str = "lagrangian",
+        hinge: bool = True,
+        radius: float | None = None,
+        pipelined: bool = False,
+        eta_constant: float = 1.0,
+        eps_constant: float = 60.0,
+        block_constant: float = 5.0,
+    ) -> LPM:
+        """Reconstructed theory parameters (spec §2.2; not read in the paper).
+
+        LOO-BOGD's Theorem 9 for the primal chain: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
+        ``K_b = floor(5 T^{1/2})`` (constants rescalable as in :meth:`LOOBOGD.from_theory`); the dual step
+        ``mu = eta`` and the Mahdavi-type regulariser ``delta = 4 G^2`` with ``G = max(G_f, G_g)`` (constants
+        ``grad_bound``, ``constraint_grad_bound``). For ``dual_rule="dpp_queue"``: ``Q = lambda / mu``, i.e.
+        ``V = 1/eta`` and primal step ``eta^2`` (the unregularised Lagrangian rule rewritten as a queue).
+        """
+        _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
+        chain = _full_info_theory(info, cls.__name__, radius, eta_constant, eps_constant, block_constant)
+        eta = chain.pop("eta")
+        return cls(
+            dual_rule=dual_rule,
+            hinge=hinge,
+            pipelined=pipelined,
+            **chain,
+            **_dual_theory(info, cls.__name__, eta, dual_rule),
+        )
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        return [
+            (cls(eta=0.05, eps=0.02, block_size=3, mu=0.05, dual_reg=1.0), _test_problem()),
+            (
+                cls(eta=0.01, eps=0.02, block_size=4, V=5.0, dual_rule="dpp_queue", pipelined=True),
+                _test_problem(),
+            ),
+        ]
+
+    def init(self, info, key):
+        del key
+        dtype = info.domain.center().dtype
+        return _LPMState(block=_block_init(info.domain, dtype), dual=_dual_init(info.num_constraints, dtype))
+
+    def decide(self, state):
+        return state.block.x
+
+    def update(self, state, x, feedback):
+        domain = feedback.problem.domain
+        g = feedback.constraints(x)
+        J = feedback.constraints_jacobian(x).reshape(g.shape[0], x.size)
+        if self.hinge:
+            J = jnp.where((g > 0)[:, None], J, 0.0)
+            g = jnp.maximum(g, 0.0)
+        grad = _loss_scale(self) * feedback.grad(x) + (state.dual.dual @ J).reshape(x.shape)
+        block, end = _block_step(
+            state.block,
+            grad,
+            domain,
+            eta=self.eta,
+            eps=self.eps,
+            block_size=self.block_size,
+            radius=_radius(self.radius, domain),
+            pipelined=self.pipelined,
+            max_outer=self.max_outer_iter,
+            max_fw=self.max_fw_iter,
+        )
+        return _LPMState(block=block, dual=_dual_step(self, state.dual, g.astype(x.dtype), end))
+
+    def diagnostics(self, state):
+        return {"oracle_calls": state.block.oracle_calls, "dual": state.dual.dual}
+
+
+class _LBPMState(eqx.Module):
+    bandit: _BanditState
+    dual: _DualState
+
+
+class LBPM(AbstractLearner):
+    """LBPM (reconstructed): bandit LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 5).
+
+    RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked
+    against it; they are :class:`LPM` with the bandit machinery of :class:`LOOBBGD` (spec ``baselines.md``
+    §2.3). Do not cite results of this class as the authors' algorithm.
+
+    Update (block m, round t; ``u_t`` uniform on S^{n-1}; only values are observed)::
+
+        play z_t = x_m + delta u_t;  observe f_t(z_t), g_t(z_t)
+        g^f_t = (n/delta) f_t(z_t) u_t;  g^{g,n}_t = (n/delta) [g^n_t(z_t)]_+ u_t
+        y_{t+1} = y_t - eta (g^f_t + sum_n lambda_m^n g^{g,n}_t)
+        end of block: (x_{m+1}, y~_{m+1}) = Alg3(K_{delta/r}, x_m, y, eps = delta^2/3)
+                      lambda_{m+1} = [lambda_m + mu sum_t ([g_t(z_t)]_+ - dual_reg mu lambda_m)]_+
+
+    Source: G&K 2024, Algorithm 5, reconstructed in spec ``baselines.md`` §2.3 on top of G&K 2022 Algorithm 9
+    [P]. Published bounds (AAAI-25 Table 1, ICML abstract): ``O(T^{3/4} sqrt(log T))`` expected regret and
+    ``O(T^{7/8} log T)`` CCV. Needs ``r B`` inside K.
+
+    Args:
+        eta: primal step > 0.
+        delta: smoothing radius, ``0 < delta < r`` (r = the inner radius of K).
+        block_size: ``K_b``, an integer >= 1.
+        eps: tolerance of Algorithm 3; default ``None`` uses ``delta^2 / 3`` (as Algorithm 9).
+        mu, dual_reg, V, dual_rule, hinge: as in :class:`LPM` (the regulariser is named ``dual_reg`` since
+            ``delta`` is the smoothing radius here).
+        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LPM`.
+
+    Readings: the dual rule uses the observed values ``g_t(z_t)`` at the played point; both dual rules
+    and ``hinge`` as in :class:`LPM`.
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.TimeVaryingRegression(dim=3)
+        >>> learner = LBPM(eta=0.001, delta=0.5, block_size=4, mu=0.01, dual_reg=1.0)
+        >>> ocokit.run(learner, problem, T=20).constraints.shape
+        (20, 2)
+
+    References:
+        D. Garber and B. Kretzu. Projection-free online convex optimization with time-varying constraints.
+        ICML 2024 (PMLR 235); arXiv:2402.08799.
+    """
+
+    eta: Float[Array, ""] = hyperparameter()
+    delta: Float[Array, ""] = hyperparameter()
+    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
+    eps: Float[Array, ""] | None = _optional_leaf()
+    mu: Float[Array, ""] = hyperparameter(default=1.0)
+    dual_reg: Float[Array, ""] = hyperparameter(default=0.0)
+    V: Float[Array, ""] = hyperparameter(default=1.0)
+    dual_rule: str = eqx.field(static=True, default="lagrangian")
+    hinge: bool = eqx.field(static=True, default=True)
+    radius: Float[Array, ""] | None = _optional_leaf()
+    pipelined: bool = eqx.field(static=True, default=False)
+    max_outer_iter: int = eqx.field(static=True, default=1000)
+    max_fw_iter: int = eqx.field(static=True, default=1000)
+    feedback: ClassVar[FeedbackKind] = BANDIT
+    reconstructed: ClassVar[bool] = True
+
+    def __check_init__(self):
+        _check_common(self)
+        _checks.positive("delta", self.delta)
+        if self.eps is not None:
+            _checks.positive("eps", self.eps)
+        _check_dual(self)
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        c: float | None = None,
+        dual_rule: str = "lagrangian",
+        hinge: bool = True,
+        radius: float | None = None,
+        pipelined: bool = False,
+        eta_constant: float = 1.0,
+        block_constant: float | None = None,
+    ) -> LBPM:
+        """Reconstructed theory parameters (spec §2.3, "by analogy with Theorem 11"; not read in the paper).
+
+        ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}`` clipped to [1, T], ``delta = c T^{-1/4}``
+        capped at ``r/2`` (``c`` defaults to ``20 R sqrt(nM)``), ``M = max(loss_bound, constraint_bound)``
+        (rescalable as in :meth:`LOOBBGD.from_theory`), and the dual parameters of :meth:`LPM.from_theory`.
+        """
+        _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
+        who = cls.__name__
+        M = max(_constant(info, "loss_bound", who), _constant(info, "constraint_bound", who))
+        chain = _bandit_theory(info, radius, c, eta_constant, block_constant, M)
+        eta = chain.pop("eta")
+        return cls(
+            dual_rule=dual_rule,
+            hinge=hinge,
+            pipelined=pipelined,
+            **chain,
+            **_dual_theory(info, who, eta, dual_rule),
+        )
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        return [
+            (cls(eta=0.01, delta=0.3, block_size=3, mu=0.05, dual_reg=1.0), _test_problem()),
+            (
+                cls(eta=0.002, delta=0.3, block_size=4, V=5.0, dual_rule="dpp_queue", pipelined=True),
+                _test_problem(),
+            ),
+        ]
+
+    def init(self, info, key):
+        bandit = _bandit_init(info.domain, self.delta, key)
+        return _LBPMState(bandit=bandit, dual=_dual_init(info.num_constraints, bandit.u.dtype))
+
+    def decide(self, state):
+        b = state.bandit
+        return b.block.x + b.delta * b.u
+
+    def update(self, state, x, feedback):
+        del x
+        b = state.bandit
+        g = feedback.constraints
+        h = jnp.maximum(g, 0.0) if self.hinge else g
+        value = _loss_scale(self) * feedback.loss + jnp.dot(state.dual.dual, h)
+        grad = (b.u.size / b.delta) * value * b.u  # one-point estimates of f_t and of the weighted [g_t]_+
+        eps = b.delta**2 / 3.0 if self.eps is None else self.eps
+        block, end = _block_step(
+            b.block,
+            grad,
+            b.domain,
+            eta=self.eta,
+            eps=eps,
+            block_size=self.block_size,
+            radius=_radius(self.radius, b.domain),
+            pipelined=self.pipelined,
+            max_outer=self.max_outer_iter,
+            max_fw=self.max_fw_iter,
+        )
+        key, u = _next_u(b)
+        bandit = _BanditState(block=block, domain=b.domain, delta=b.delta, key=key, u=u)
+        return _LBPMState(bandit=bandit, dual=_dual_step(self, state.dual, h.astype(b.u.dtype), end))
+
+    def diagnostics(self, state):
+        return {"oracle_calls": state.bandit.block.oracle_calls, "dual": state.dual.dual}

@@ -1,0 +1,441 @@
+"""Online primal-dual mirror prox (Qiu and Wei 2020, paper 004): Algorithm 1 and its simplex version.
+
+Both learners share one round, written once here (:func:`_dual_update`, :func:`_round`): a virtual-queue
+update, then two Bregman prox steps from the same prox centre with the same ``alpha_t`` and the same
+linearised constraints, the first with the previous round's gradient (optimistic, played), the second
+with the fresh one (the next centre). The prox steps are the geometries of
+:mod:`ocokit.algorithms._mirror`.
+"""
+
+# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._mirror import (
+    AbstractMirrorGeometry,
+    EntropicGeometry,
+    EuclideanGeometry,
+    mix_uniform,
+)
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+
+
+def _optional_array(value: Any) -> Array | None:
+    return None if value is None else jnp.asarray(value)
+
+
+class _MirrorProxState(eqx.Module):
+    x: Float[Array, "*shape"]  # x_t, the decision to play (computed before round t's loss exists)
+    x_tilde: Float[Array, "*shape"]  # x~_t, the intermediate iterate
+    center: Float[Array, "*shape"]  # prox centre of round t: x~_t (Alg. 1) or y~_t (Alg. 2)
+    grad_prev: Float[Array, "*shape"]  # grad f^{t-1}(x_{t-1}) (the round-0 hint grad f^0(x_0) at t = 1)
+    g_prev: Float[Array, " K"]  # g(x_{t-1})
+    queue: Float[Array, " K"]  # Q(t)
+    alpha: Float[Array, ""]  # alpha_t
+    c: Float[Array, "*shape"]  # c_t = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
+    t: Int[Array, ""]  # rounds absorbed so far
+
+
+def _dual_update(learner, queue, alpha_prev, g, J, rule: str):
+    """``Q(t)``, ``alpha_t`` and ``c_t`` from ``Q(t-1)``, ``alpha_{t-1}``, ``g(x_{t-1})`` and its Jacobian."""
+    gamma, eta = learner.gamma, learner.eta
+    Lf, Lg, G, H = learner.L_f, learner.L_g, learner.G, learner.H
+    Q = jnp.maximum(-gamma * g, queue + gamma * g)  # Line 3 (not [Q + gamma g]_+; spec P1)
+    w = Q + gamma * g  # w_k(t) >= 0 (eq. 13)
+    xi = gamma * Lg * jnp.sum(jnp.abs(Q)) + gamma**2 * (Lg * G + H**2)  # eq. (6)
+    if rule == "alg1":  # Theorem 4.1
+        a = (2.0 / learner.rho) * (gamma**2 * Lg * G + eta * Lf**2 + 1.0 / eta + xi)
+    else:  # Theorem 6.1: constants 3/3/2/3 and no rho
+        a = 3.0 * (eta * Lf**2 + gamma**2 * Lg * G) + 2.0 / eta + 3.0 * xi
+    alpha = jnp.maximum(a, alpha_prev)
+    c = gamma * jnp.tensordot(w, J, axes=1)  # gamma J(x_{t-1})^T w(t); both gammas matter (spec P2)
+    return Q, alpha, c
+
+
+def _constraints_at(fn, x, K: int):
+    """``g(x)`` and its Jacobian (``(K,)``, ``(K, *x.shape)``) from a known constraint function, or zeros."""
+    if fn is None:
+        return jnp.zeros((K,), x.dtype), jnp.zeros((K, *x.shape), x.dtype)
+    g = jnp.reshape(fn(x), (K,)).astype(x.dtype)
+    return g, jnp.reshape(jax.jacrev(fn)(x), (K, *x.shape)).astype(x.dtype)
+
+
+def _init(learner, info, x0, nu, rule: str) -> _MirrorProxState:
+    domain, K = info.domain, info.num_constraints
+    dtype = x0.dtype
+    if learner.known_constraints is not None:
+        shape = jax.eval_shape(learner.known_constraints, x0).shape
+        if math.prod(shape) != K:
+            raise ValueError(f"known_constraints must return the problem's {K} values, got shape {shape}")
+    g0, J0 = _constraints_at(learner.known_constraints, x0, K)
+    grad0 = jnp.zeros_like(x0) if learner.grad0 is None else jnp.broadcast_to(learner.grad0, x0.shape)
+    grad0 = grad0.astype(dtype)
+    Q, alpha, c = _dual_update(learner, jnp.zeros((K,), dtype), jnp.zeros((), dtype), g0, J0, rule)
+    center = x0 if nu is None else mix_uniform(domain, x0, nu)
+    x1 = learner.geometry.prox(domain, center, grad0 + c, alpha)  # Line 4 at t = 1
+    return _MirrorProxState(
+        x=x1.astype(dtype),
+        x_tilde=x0,
+        center=center.astype(dtype),
+        grad_prev=grad0,
+        g_prev=g0,
+        queue=Q.astype(dtype),
+        alpha=alpha.astype(dtype),
+        c=c.astype(dtype),
+        t=jnp.asarray(0, jnp.int32),
+    )
+
+
+def _round(learner, state: _MirrorProxState, x, feedback, nu, rule: str) -> _MirrorProxState:
+    """Lines 6-7 of round t (fresh gradient, x~_{t+1}), then Lines 3-4 of round t + 1 (Q, alpha, x_{t+1})."""
+    domain = feedback.problem.domain
+    dtype = state.x.dtype
+    K = state.queue.shape[0]
+    grad = feedback.grad(x).astype(dtype)  # grad f^t(x_t): revealed after x_t is played, queried once
+    x_tilde = learner.geometry.prox(domain, state.center, grad + state.c, state.alpha)  # Line 7, centre x~_t
+    g = jnp.reshape(feedback.constraints(x), (K,)).astype(dtype)  # g(x_t), used in round t + 1
+    J = jnp.reshape(feedback.constraints_jacobian(x), (K, *x.shape)).astype(dtype)
+    Q, alpha, c = _dual_update(learner, state.queue, state.alpha, g, J, rule)
+    center = x_tilde if nu is None else mix_uniform(domain, x_tilde, nu)
+    x_next = learner.geometry.prox(domain, center, grad + c, alpha)  # Line 4 of round t + 1
+    return _MirrorProxState(
+        x=x_next.astype(dtype),
+        x_tilde=x_tilde.astype(dtype),
+        center=center.astype(dtype),
+        grad_prev=grad,
+        g_prev=g,
+        queue=Q.astype(dtype),
+        alpha=alpha.astype(dtype),
+        c=c.astype(dtype),
+        t=state.t + 1,
+    )
+
+
+def _theory_constants(
+    info: ProblemInfo, variation, L_f, L_g, G, H, grad_bound, name: str
+) -> tuple[float, float, dict[str, float]]:
+    """``(eta, gamma, constants)`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}`` (defaults: spec P9, P12)."""
+    consts, K, T = info.constants, info.num_constraints, info.horizon
+
+    def known(value, fallback, label):
+        value = fallback if value is None else value
+        if value is None or not math.isfinite(value):
+            raise ValueError(f"{name}.from_theory needs {label}; pass it or give the problem's constants")
+        _checks.nonnegative(label, value)
+        return float(value)
+
+    L_f = known(L_f, consts.smoothness, "L_f (Lipschitz constant of grad f^t)")
+    if K == 0:
+        fallback_Lg, fallback_G, fallback_H = 0.0, 0.0, 0.0
+    else:
+        fallback_Lg = getattr(consts, "constraint_smoothness", None)
+        fallback_G, fallback_H = K * consts.constraint_bound, K * consts.constraint_grad_bound
+    L_g = known(L_g, fallback_Lg, "L_g (Lipschitz constant of every grad g_k)")
+    G = known(G, fallback_G, "G (bound on sum_k |g_k(x)|)")
+    H = known(H, fallback_H, "H (sum_k of the Lipschitz constants of g_k)")
+    if variation is None:
+        F = consts.grad_bound if grad_bound is None else grad_bound
+        if not math.isfinite(F):
+            raise ValueError(
+                f"{name}.from_theory needs variation (an upper bound on V_*(T)) or grad_bound F for 4 F^2 T"
+            )
+        variation = 4.0 * F**2 * T
+    _checks.nonnegative("variation", variation)
+    M = max(float(variation), L_f**2)
+    if M <= 0:
+        raise ValueError("max{variation, L_f^2} must be > 0 (spec P8): give a positive L_f or variation")
+    return M**-0.5, M**0.25, {"L_f": L_f, "L_g": L_g, "G": G, "H": H}
+
+
+class MirrorProx(AbstractLearner):
+    """Online Primal-Dual Mirror Prox (Qiu and Wei 2020, Algorithm 1) for fixed known constraints.
+
+    Round t, with the prox step ``P(y, h, alpha) = argmin_{x in X_0} <h, x> + alpha D(x, y)`` of
+    ``geometry`` and ``Q(0) = 0``, ``alpha_0 = 0``::
+
+        Q_k(t)  = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }            (Line 3)
+        c_t     = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
+        xi_t    = gamma L_g ||Q(t)||_1 + gamma^2 (L_g G + H^2)                             (eq. 6)
+        alpha_t = max{ (2 / rho)(gamma^2 L_g G + eta L_f^2 + 1 / eta + xi_t), alpha_{t-1} }  (Thm 4.1)
+        x_t     = P(x~_t, grad f^{t-1}(x_{t-1}) + c_t, alpha_t)      -> played          (Line 4)
+        x~_{t+1} = P(x~_t, grad f^t(x_t) + c_t, alpha_t)                                 (Line 7)
+
+    Both steps are centred at ``x~_t`` (not ``x_t``; the "y = x_t" in the proof of Lemma 5.1 is a typo,
+    spec P3) and reuse ``Q(t)``, ``alpha_t`` and the linearisation at ``x_{t-1}``. ``x_t`` never uses
+    ``f^t``: :meth:`update` of round t computes ``x~_{t+1}`` and then ``x_{t+1}`` from ``grad f^t(x_t)``,
+    the only gradient of ``f^t`` ever queried; :meth:`decide` returns the stored ``x_t``. Euclidean
+    geometry: ``P(y, h, alpha) = Pi_{X_0}(y - h / alpha)``. Per round: two prox steps, one loss gradient,
+    the constraint values and Jacobian at the played point.
+
+    Source: ``004_d8c37a6642191241.txt``, Algorithm 1, eqs. (6), (13), (21)/(44); spec paper004.md §2.2.
+    Guarantees (Assumptions 2.1-2.3, Slater): with ``M = max{V_*(T), L_f^2}``, ``eta = M^{-1/2}``,
+    ``gamma = M^{1/4}`` (:meth:`from_theory`), Regret(T) = O(max{sqrt(V_*(T)), L_f}) (Theorem 4.1) and the
+    signed ``Violation(T, k) = sum_t g_k(x_t) = O(1)`` for every k (Theorem 4.2). For any parameters
+    ``sum_{t<=T} g_k(x_t) <= (Q_k(T+1) - Q_k(1)) / gamma`` (Lemma 5.5); ``Q(T+1)`` is the queue of the
+    state after round T.
+
+    Args:
+        gamma: queue / constraint-weight scale gamma > 0 (theory ``M^{1/4}``).
+        eta: eta > 0, which enters only ``alpha_t`` (it is not a step size; theory ``M^{-1/2}``).
+        L_f: Lipschitz constant of ``grad f^t`` in the geometry's norms, >= 0.
+        L_g: Lipschitz constant of every ``grad g_k``, >= 0 (0 for linear constraints).
+        G: bound on ``sum_k |g_k(x)|`` over X_0 (an l1 bound, not per constraint), >= 0.
+        H: ``sum_k H_k`` of the Lipschitz constants of the ``g_k`` (a sum, not a max), >= 0.
+        rho: modulus of the distance-generating function, > 0 (1 for the Euclidean geometry).
+        geometry: the mirror geometry (static; default :class:`EuclideanGeometry`). It must have a bounded
+            divergence on the domain (Assumption 2.3); for KL on the simplex use :class:`SimplexMirrorProx`.
+        x0: ``x_0 = x~_1`` in X_0 (default ``domain.center()``; spec P6). It is never played.
+        grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; spec P5).
+        known_constraints: the fixed constraints ``g(x) -> (K,)`` as a jax function, so that round 1 can
+            use ``g(x_0)`` and ``Q(1) = gamma |g(x_0)|`` as in the paper. Without it ``g(x_0) = 0`` and
+            ``grad g(x_0) = 0`` (``Q(1) = 0``, ``c_1 = 0``), the only change, at t = 1; later rounds use the
+            constraint oracle of the feedback at the played point.
+
+    Readings: ``grad f^0 = 0`` (spec P5; ``grad0`` gives a hint instead); ``x_0`` the centre of X_0 (P6;
+    ``x0``); the recursive max form of ``alpha_t`` (equal to the closed form (44)). The paper needs
+    ``V_*(T)`` in advance and gives no adaptive scheme (P9): :meth:`from_theory` takes an upper bound
+    ``variation >= V_*(T)`` (guarantees then hold with ``V_*`` replaced by it) and defaults to the
+    worst case ``4 F^2 T``, which recovers O(sqrt(T)) regret. Time-varying constraints are outside the
+    paper (P20); they run (the linearisation uses round t's ``g^t`` at ``x_t``) without guarantee.
+
+    Example:
+        >>> import jax.numpy as jnp, ocokit
+        >>> problem = ocokit.problems.DriftingQuadratic(dim=3, drift=0.0)
+        >>> info = ocokit.algorithms.ProblemInfo.of(problem, 200)
+        >>> learner = MirrorProx.from_theory(info, variation=4.0, **problem.theory_constants())
+        >>> traj = ocokit.run(learner, problem, T=200)
+        >>> bool(traj.constraints.sum(axis=0).max() < 1.0)
+        True
+
+    References:
+        S. Qiu and X. Wei. Beyond O(sqrt(T)) regret for constrained online optimization: gradual variations
+        and mirror prox. Preprint, June 23, 2020.
+    """
+
+    gamma: Float[Array, ""] = hyperparameter()
+    eta: Float[Array, ""] = hyperparameter()
+    L_f: Float[Array, ""] = hyperparameter()
+    L_g: Float[Array, ""] = hyperparameter()
+    G: Float[Array, ""] = hyperparameter()
+    H: Float[Array, ""] = hyperparameter()
+    rho: Float[Array, ""] = hyperparameter(default=1.0)
+    geometry: AbstractMirrorGeometry = eqx.field(static=True, default=EuclideanGeometry())
+    x0: Float[Array, "*shape"] | None = eqx.field(default=None, converter=_optional_array)
+    grad0: Float[Array, "*shape"] | None = eqx.field(default=None, converter=_optional_array)
+    known_constraints: Callable[[Array], Array] | None = None
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("gamma", self.gamma)
+        _checks.positive("eta", self.eta)
+        for name in ("L_f", "L_g", "G", "H"):
+            _checks.nonnegative(name, getattr(self, name))
+        _checks.positive("rho", self.rho)
+        if not isinstance(self.geometry, AbstractMirrorGeometry):
+            raise ValueError(f"geometry must be a mirror geometry, got {type(self.geometry).__name__}")
+        if self.known_constraints is not None and not callable(self.known_constraints):
+            raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        variation: float | None = None,
+        L_f: float | None = None,
+        L_g: float | None = None,
+        G: float | None = None,
+        H: float | None = None,
+        grad_bound: float | None = None,
+        **overrides: Any,
+    ) -> MirrorProx:
+        """The parameters of Theorems 4.1/4.2: ``M = max{V, L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}``.
+
+        Args:
+            info: the problem's information (horizon T, constants, number K of constraints).
+            variation: V, an upper bound on ``V_*(T) = sum_t max_x ||grad f^t(x) - grad f^{t-1}(x)||_*^2``
+                known in advance (with ``grad f^0 = 0`` its t = 1 term is ``max_x ||grad f^1(x)||_*^2``).
+                Default ``4 F^2 T`` with ``F = grad_bound`` (spec P9).
+            L_f, L_g, G, H: the constants of Assumption 2.1. Defaults: ``info.constants.smoothness`` for
+                L_f; for K > 0, ``K constraint_bound`` for G and ``K constraint_grad_bound`` for H (safe
+                upper bounds of the sums); L_g must be given when K > 0. With K = 0 they default to 0.
+            grad_bound: F for the default V (default ``info.constants.grad_bound``).
+            **overrides: any other constructor argument (``gamma``, ``eta``, ``rho``, ``geometry``, ``x0``,
+                ``grad0``, ``known_constraints``), which wins over the theory value.
+        """
+        eta, gamma, consts = _theory_constants(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
+        geometry = overrides.get("geometry", EuclideanGeometry())
+        rho = geometry.modulus(info.domain)
+        return cls(**{"gamma": gamma, "eta": eta, "rho": rho, **consts, **overrides})
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import DriftingQuadratic, TimeVaryingRegression
+
+        ball = DriftingQuadratic(dim=3, drift=0.3)
+        consts = ball.theory_constants()
+        return [
+            (cls(gamma=2.0, eta=0.25, **consts, known_constraints=ball.fixed_constraints), ball),
+            (cls(gamma=1.0, eta=0.1, L_f=50.0, L_g=0.0, G=20.0, H=3.0), TimeVaryingRegression(dim=3, rows=2)),
+        ]
+
+    def init(self, info, key):
+        del key
+        domain = info.domain
+        if not self.geometry.bounded:
+            raise ValueError(
+                f"MirrorProx needs a bounded Bregman divergence on the domain (Assumption 2.3); the "
+                f"{self.geometry.name} geometry is unbounded there (KL on the simplex: SimplexMirrorProx)"
+            )
+        self.geometry.check_domain(domain)
+        c = domain.center()
+        x0 = c if self.x0 is None else jnp.broadcast_to(self.x0, c.shape).astype(c.dtype)
+        return _init(self, info, x0, None, "alg1")
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        return _round(self, state, x, feedback, None, "alg1")
+
+    def diagnostics(self, state):
+        return {"oracle_calls": jnp.asarray(2, jnp.int32), "queue": state.queue, "alpha": state.alpha}
+
+
+class SimplexMirrorProx(AbstractLearner):
+    """Online Primal-Dual Mirror Prox on the probability simplex (Qiu and Wei 2020, Algorithm 2).
+
+    Algorithm 1 with the KL divergence, plus a uniform mixing of the prox centre. Round t::
+
+        y~_t     = (1 - nu) x~_t + nu / d                                              (Line 3)
+        Q_k(t)   = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }          (Line 4)
+        c_t      = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
+        alpha_t  = max{ 3 (eta L_f^2 + gamma^2 L_g G) + 2 / eta + 3 xi_t, alpha_{t-1} }  (Thm 6.1)
+        x_t      proportional to y~_t exp(-(grad f^{t-1}(x_{t-1}) + c_t) / alpha_t)  -> played  (Line 5)
+        x~_{t+1} proportional to y~_t exp(-(grad f^t(x_t) + c_t) / alpha_t)            (Line 8)
+
+    with ``xi_t`` of eq. (6), ``x_0 = x~_1 = 1/d`` and ``Q(0) = 0``. Both steps are centred at the mixed
+    point ``y~_t`` (spec §2.3), which keeps every centre ``>= nu / d`` so KL stays finite. The steps are
+    the entropic prox of :mod:`ocokit.algorithms._mirror`, in log space. Constants are measured in
+    (l1, l_inf): ``F = sup ||grad f^t||_inf``, ``L_f``, ``L_g`` with ``||grad phi(x) - grad phi(y)||_inf <=
+    L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (spec P12; l2 constants are valid upper bounds).
+
+    Source: ``004_d8c37a6642191241.txt``, Algorithm 2, eqs. (52)/(76), Lemma B.1; spec paper004.md §2.3.
+    Guarantees (Assumptions 2.1-2.2, Slater; Theorems 6.1 and 6.2, which say "Algorithm 1" by a typo,
+    spec P15): with ``M = max{V_inf(T), L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}``, ``nu = 1/T``
+    and T > 2, Regret(T) = O(max{sqrt(V_inf(T)), L_f} log^2(T d)) and Violation(T, k) = O(log(T d)) (not
+    O(1)). Lemma 5.5 holds as for Algorithm 1.
+
+    Args:
+        gamma: gamma > 0 (theory ``M^{1/4}``).
+        eta: eta > 0, only inside ``alpha_t`` (theory ``M^{-1/2}``).
+        nu: mixing weight in ``(0, 1]`` (theory ``1 / T``).
+        L_f, L_g, G, H: as in :class:`MirrorProx`, in (l1, l_inf).
+        grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; spec P5).
+        known_constraints: the fixed constraints ``g(x) -> (K,)``, for ``g(x_0)`` at round 1 (see
+            :class:`MirrorProx`; without it ``g(x_0) = 0``).
+
+    Readings: ``grad f^0 = 0`` (P5; ``grad0``); the negative entropy ``omega = sum x log x`` (the paper's
+    sign is a typo, P13); V known in advance as an upper bound (P9), default ``4 F^2 T``.
+
+    Example:
+        >>> import ocokit
+        >>> problem = ocokit.problems.DriftingAllocation(dim=4, drift=0.0)
+        >>> info = ocokit.algorithms.ProblemInfo.of(problem, 100)
+        >>> learner = SimplexMirrorProx.from_theory(info, variation=1.0, **problem.theory_constants("linf"))
+        >>> traj = ocokit.run(learner, problem, T=100, record_decisions=True)
+        >>> bool(abs(traj.decisions.sum(axis=1) - 1).max() < 1e-6)
+        True
+
+    References:
+        S. Qiu and X. Wei. Beyond O(sqrt(T)) regret for constrained online optimization: gradual variations
+        and mirror prox. Preprint, June 23, 2020.
+    """
+
+    gamma: Float[Array, ""] = hyperparameter()
+    eta: Float[Array, ""] = hyperparameter()
+    nu: Float[Array, ""] = hyperparameter()
+    L_f: Float[Array, ""] = hyperparameter()
+    L_g: Float[Array, ""] = hyperparameter()
+    G: Float[Array, ""] = hyperparameter()
+    H: Float[Array, ""] = hyperparameter()
+    grad0: Float[Array, " d"] | None = eqx.field(default=None, converter=_optional_array)
+    known_constraints: Callable[[Array], Array] | None = None
+    geometry: ClassVar[AbstractMirrorGeometry] = EntropicGeometry()
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("gamma", self.gamma)
+        _checks.positive("eta", self.eta)
+        _checks.in_closed_interval("nu", self.nu, 0.0, 1.0)
+        _checks.positive("nu", self.nu)
+        for name in ("L_f", "L_g", "G", "H"):
+            _checks.nonnegative(name, getattr(self, name))
+        if self.known_constraints is not None and not callable(self.known_constraints):
+            raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
+
+    @classmethod
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        variation: float | None = None,
+        L_f: float | None = None,
+        L_g: float | None = None,
+        G: float | None = None,
+        H: float | None = None,
+        grad_bound: float | None = None,
+        **overrides: Any,
+    ) -> SimplexMirrorProx:
+        """The parameters of Theorem 6.1: ``eta = M^{-1/2}``, ``gamma = M^{1/4}``, ``nu = 1/T`` (needs T > 2).
+
+        Args:
+            info: the problem's information (the domain must be ``Simplex(capped=False)``).
+            variation: an upper bound on ``V_inf(T)`` (the gradual variation in l_inf), known in advance;
+                default ``4 F^2 T``.
+            L_f, L_g, G, H, grad_bound: as in :meth:`MirrorProx.from_theory`, in (l1, l_inf).
+            **overrides: any other constructor argument (``gamma``, ``eta``, ``nu``, ``grad0``,
+                ``known_constraints``).
+        """
+        if info.horizon <= 2:
+            raise ValueError(f"SimplexMirrorProx.from_theory needs T > 2 (Theorem 6.1), got {info.horizon}")
+        EntropicGeometry().check_domain(info.domain)
+        eta, gamma, consts = _theory_constants(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
+        return cls(**{"gamma": gamma, "eta": eta, "nu": 1.0 / info.horizon, **consts, **overrides})
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import DriftingAllocation
+
+        problem = DriftingAllocation(dim=5, drift=0.3)
+        consts = problem.theory_constants("linf")
+        known = problem.fixed_constraints
+        return [
+            (cls(gamma=1.5, eta=0.5, nu=1 / 30, **consts, known_constraints=known), problem),
+            (cls(gamma=0.5, eta=2.0, nu=0.2, **consts), problem),
+        ]
+
+    def init(self, info, key):
+        del key
+        self.geometry.check_domain(info.domain)
+        return _init(self, info, info.domain.center(), self.nu, "alg2")
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        return _round(self, state, x, feedback, self.nu, "alg2")
+
+    def diagnostics(self, state):
+        return {"oracle_calls": jnp.asarray(2, jnp.int32), "queue": state.queue, "alpha": state.alpha}

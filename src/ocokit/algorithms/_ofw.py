@@ -1,0 +1,382 @@
+"""The online Frank-Wolfe family: classic OFW (Hazan-Kale 2012), OFW with line search and SC-OFW (paper 001).
+
+All three play one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen
+so far, through the shared :func:`ocokit.algorithms._fw.fw_step` (one warm-started LMO call per round, no
+projection). They differ only in the surrogate and in the step size:
+
+* :class:`OFW`: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying step
+  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3);
+* :class:`OFWLineSearch`: the same surrogate, ``sigma_t`` the exact line search (paper 001, Algorithm 1);
+* :class:`SCOFW`: ``F_t(x) = sum_{tau<=t} <grad f_tau(x_tau), x> + lam/2 ||x - x_tau||^2`` with the exact line
+  search (paper 001, Algorithm 2).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._fw import fw_step
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+
+
+def _diameter_and_grad_bound(info: ProblemInfo, who: str) -> tuple[float, float]:
+    """``(D, G)`` as Python floats, or ``ValueError`` naming the missing constant."""
+    D = float(info.domain.diameter)
+    G = float(info.constants.grad_bound)
+    if not (math.isfinite(G) and G > 0):
+        raise ValueError(f"{who}.from_theory needs the problem constant grad_bound (> 0), got {G}")
+    if not (math.isfinite(D) and D > 0):
+        raise ValueError(f"{who}.from_theory needs a bounded domain (diameter > 0), got {D}")
+    return D, G
+
+
+class _OFWState(eqx.Module):
+    """State shared by OFW and OFWLineSearch: ``c_t = eta S_t + 2 (x_t - x_1)`` is rebuilt from it."""
+
+    x: Array  # x_t, the decision to play
+    x1: Array  # x_1, the centre of the regulariser
+    grad_sum: Array  # S_t = sum_{tau <= t} grad f_tau(x_tau)
+    t: Array  # rounds absorbed so far
+    lmo_state: Any  # the set's warm-start LMO state
+    gap: Array  # FW gap <c_t, x_t - v_t> of the last step
+    sigma: Array  # step sigma_t of the last step
+    lmo_iterations: Array  # inner iterations of the last LMO call
+
+
+def _ofw_init(info: ProblemInfo) -> _OFWState:
+    domain = info.domain
+    x1 = domain.center()
+    zero = jnp.zeros((), dtype=x1.dtype)
+    return _OFWState(
+        x=x1,
+        x1=x1,
+        grad_sum=jnp.zeros_like(x1),
+        t=jnp.asarray(0, jnp.int32),
+        lmo_state=domain.lmo_init(),
+        gap=zero,
+        sigma=zero,
+        lmo_iterations=jnp.asarray(0, jnp.int32),
+    )
+
+
+def _ofw_update(state: _OFWState, x, feedback, eta, *, beta=None, sigma=None, lagged=False) -> _OFWState:
+    domain = feedback.problem.domain
+    grad_sum = state.grad_sum + feedback.grad(x)
+    S = state.grad_sum if lagged else grad_sum  # S_{t-1} (lagged reading) or S_t (eq. 3)
+    c = eta * S + 2.0 * (x - state.x1)  # grad F_t(x_t), eq. (3) of 001
+    x_new, lmo_state, gap, step = fw_step(domain, c, x, state.lmo_state, beta=beta, sigma=sigma)
+    dtype = x.dtype
+    return _OFWState(
+        x=x_new.astype(dtype),
+        x1=state.x1,
+        grad_sum=grad_sum.astype(dtype),
+        t=state.t + 1,
+        lmo_state=lmo_state,
+        gap=jnp.asarray(gap, dtype),
+        sigma=jnp.asarray(step, dtype),
+        lmo_iterations=jnp.asarray(domain.lmo_calls(lmo_state), jnp.int32),
+    )
+
+
+def _fw_diagnostics(state) -> dict[str, Array]:
+    return {
+        "oracle_calls": jnp.asarray(1, jnp.int32),
+        "lmo_iterations": state.lmo_iterations,
+        "fw_gap": state.gap,
+        "step": state.sigma,
+    }
+
+
+class OFW(AbstractLearner):
+    """OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
+
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
+
+        F_t(x)  = eta <S_t, x> + ||x - x_1||^2             (eq. 3 of 001; regulariser not halved)
+        v_t     = argmin_{v in K} <grad F_t(x_t), v>,      grad F_t(x_t) = eta S_t + 2 (x_t - x_1)
+        x_{t+1} = x_t + sigma_t (v_t - x_t),               sigma_t = min(1, sigma0 / sqrt(t))
+
+    ``x_1`` is ``K.center()``. One LMO call per round (warm-started: the set's LMO state is carried in the
+    learner state), no projection.
+
+    Source: E. Hazan and S. Kale (2012), as recalled in paper 001 (``001_2fe8e4bf615c57d2.txt``, §3 eq. (3)
+    and the paragraph after it; spec ``paper001.md`` §2.1 "Original OFW"). Guarantee: regret O(T^{3/4}) on
+    any convex K with ``eta = O(T^{-3/4})`` and ``sigma_t = O(t^{-1/2})``; Hazan (2016) is recalled as
+    ``eta = D / (2 G T^{3/4})``, ``sigma_t = min(1, 2/sqrt(t))``, regret <= 8 D G T^{3/4} (external,
+    unverified in the spec).
+
+    Args:
+        eta: scale of the linear part of the surrogate, > 0 (``from_theory``: ``D / (2 G T^{3/4})``).
+        sigma0: step scale, > 0; ``sigma_t = min(1, sigma0 / sqrt(t))`` (``from_theory``: 2).
+        surrogate: ``"current"`` (default) or ``"previous"``: the rounds summed in ``F_t`` (static).
+
+    Readings: by default (``surrogate="current"``) the surrogate includes the current round's gradient
+    (``tau <= t``), as paper 001 writes eq. (3) for the original OFW: the same surrogate as
+    :class:`OFWLineSearch`, so the two differ only in ``sigma_t``. ``surrogate="previous"`` sums
+    ``tau <= t - 1`` (Hazan's book is sometimes recalled that way; unverified here).
+
+    Example:
+        >>> import ocokit
+        >>> from ocokit.problems import OnlineLinear
+        >>> problem = OnlineLinear(ocokit.sets.Box(-1.0, 1.0, dim=3))
+        >>> learner = OFW.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 100))
+        >>> ocokit.run(learner, problem, T=100).loss.shape
+        (100,)
+
+    References:
+        E. Hazan and S. Kale. Projection-free online learning. ICML 2012.
+        E. Hazan. Introduction to online convex optimization. Foundations and Trends in Optimization, 2016.
+    """
+
+    eta: Array = hyperparameter()
+    sigma0: Array = hyperparameter(default=2.0)
+    surrogate: str = eqx.field(static=True, default="current")
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("eta", self.eta)
+        _checks.positive("sigma0", self.sigma0)
+        _checks.one_of("surrogate", self.surrogate, ("current", "previous"))
+
+    @classmethod
+    def from_theory(
+        cls, info: ProblemInfo, *, eta: float | None = None, sigma0: float = 2.0, surrogate: str = "current"
+    ) -> OFW:
+        """Hazan (2016, Thm 7.3, as recalled in spec 001 §2.1): ``eta = D / (2 G T^{3/4})``, ``sigma0 = 2``.
+
+        Needs ``info.constants.grad_bound`` unless ``eta`` is given.
+        """
+        if eta is None:
+            D, G = _diameter_and_grad_bound(info, cls.__name__)
+            eta = D / (2.0 * G * info.horizon**0.75)
+        return cls(eta=eta, sigma0=sigma0, surrogate=surrogate)
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import OnlineLinear
+        from ocokit.sets import Box
+
+        return [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
+
+    def init(self, info, key):
+        del key
+        return _ofw_init(info)
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        t = (state.t + 1).astype(x.dtype)
+        sigma = jnp.minimum(1.0, self.sigma0 / jnp.sqrt(t))
+        return _ofw_update(state, x, feedback, self.eta, sigma=sigma, lagged=self.surrogate == "previous")
+
+    def diagnostics(self, state):
+        return _fw_diagnostics(state)
+
+
+class OFWLineSearch(AbstractLearner):
+    """OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
+
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
+
+        F_t(x)  = eta <S_t, x> + ||x - x_1||^2                           (eq. 3; 2-smooth, 2-strongly convex)
+        c_t     = grad F_t(x_t) = eta S_t + 2 (x_t - x_1)
+        v_t     = argmin_{v in K} <c_t, v>                                 (line 5)
+        sigma_t = argmin_{s in [0,1]} s <v_t - x_t, c_t> + s^2 ||v_t - x_t||^2
+                = clip(<c_t, x_t - v_t> / (2 ||v_t - x_t||^2), 0, 1)       (line 6; 0 when v_t = x_t)
+        x_{t+1} = x_t + sigma_t (v_t - x_t)                                (line 7)
+
+    Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``);
+    it is :func:`~ocokit.algorithms._fw.fw_step` with ``beta = 2``. ``x_1`` is ``K.center()``. One LMO call
+    per round, warm-started (the LMO state is carried in the learner state), no projection.
+
+    Source: paper 001 (``001_2fe8e4bf615c57d2.txt``), Algorithm 1, eq. (3), Lemma 1; spec ``paper001.md``
+    §2.1. Guarantee (Thm 1): for convex G-Lipschitz losses over an alpha_K-strongly convex K (l2) of
+    diameter D, with ``eta = D / (2 G (T+2)^{2/3})``, regret <= (11/4) G sqrt(C) (T+2)^{2/3},
+    ``C = max(4 D^2, 4096 / (3 alpha_K^2))``. alpha_K is not an input: the line search adapts to it.
+
+    Args:
+        eta: scale of the linear part of the surrogate, > 0 (``from_theory``: ``D / (2 G (T+2)^{2/3})``).
+
+    Readings: the paper has one reading (surrogate through the current round, regulariser centred at
+    ``x_1`` and not halved); the spec's pitfalls §7.2-7.3 are followed.
+
+    Example:
+        >>> import ocokit
+        >>> from ocokit.problems import OnlineLinear
+        >>> problem = OnlineLinear(ocokit.sets.Box(-1.0, 1.0, dim=3))
+        >>> learner = OFWLineSearch.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 100))
+        >>> bool(ocokit.run(learner, problem, T=100, record_decisions=True).decisions.max() <= 1.0)
+        True
+
+    References:
+        Y. Wan and L. Zhang. Projection-free online learning over strongly convex sets. AAAI 2021
+        (arXiv:2010.08177).
+    """
+
+    eta: Array = hyperparameter()
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("eta", self.eta)
+
+    @classmethod
+    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None) -> OFWLineSearch:
+        """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (needs ``constants.grad_bound``)."""
+        if eta is None:
+            D, G = _diameter_and_grad_bound(info, cls.__name__)
+            eta = D / (2.0 * G * (info.horizon + 2) ** (2.0 / 3.0))
+        return cls(eta=eta)
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import OnlineLinear
+        from ocokit.sets import Box
+
+        return [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
+
+    def init(self, info, key):
+        del key
+        return _ofw_init(info)
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        return _ofw_update(state, x, feedback, self.eta, beta=2.0)
+
+    def diagnostics(self, state):
+        return _fw_diagnostics(state)
+
+
+class _SCOFWState(eqx.Module):
+    """SC-OFW state, as running means so nothing grows with t (spec 001 §7.14)."""
+
+    x: Array  # x_t
+    grad_mean: Array  # S_t / t
+    point_mean: Array  # P_t / t = (1/t) sum_{tau <= t} x_tau
+    t: Array
+    lmo_state: Any
+    gap: Array  # FW gap of the last step, for F_t / t
+    sigma: Array
+    lmo_iterations: Array
+
+
+class SCOFW(AbstractLearner):
+    """SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
+
+    Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``)::
+
+        F_t(x)  = sum_{tau<=t} <grad f_tau(x_tau), x> + (lam/2) ||x - x_tau||^2    (eq. 5; lam t-smooth)
+        c_t     = grad F_t(x_t) = S_t + lam (t x_t - P_t),     S_t = sum grad f_tau(x_tau), P_t = sum x_tau
+        v_t     = argmin_{v in K} <c_t, v>                                         (line 5)
+        sigma_t = clip(<c_t, x_t - v_t> / (lam t ||v_t - x_t||^2), 0, 1)            (line 6; 0 if v_t = x_t)
+        x_{t+1} = x_t + sigma_t (v_t - x_t)                                        (line 7)
+
+    Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``):
+    :func:`~ocokit.algorithms._fw.fw_step` with ``beta = lam t``. The implementation divides ``F_t`` by t
+    (running means ``S_t / t`` and ``P_t / t``, ``beta = lam``), which leaves ``v_t`` and ``sigma_t``
+    unchanged and avoids the cancellation in ``t x_t - P_t`` (spec §7.14). ``x_1`` is ``K.center()``.
+    Anytime: no T, D or G is needed.
+
+    Source: paper 001 (``001_2fe8e4bf615c57d2.txt``), Algorithm 2, eq. (5), Lemmas 2 and 6; spec
+    ``paper001.md`` §2.2. Guarantees, for lam-strongly convex G-Lipschitz losses: Thm 2, over an
+    alpha_K-strongly convex K, regret <= C sqrt(2T) + C ln(T)/2 + G D with
+    ``C = max(4 (G + lam D)^2 / lam, 288 lam / alpha_K^2)``; Thm 3, over any convex K of diameter D,
+    regret <= 3 sqrt(2) C T^{2/3} / 8 + C ln(T) / 8 + G D with ``C = 16 (G + lam D)^2 / lam``.
+
+    Args:
+        lam: the losses' strong-convexity modulus lambda, > 0; must not exceed the true modulus of any f_t
+            (spec §7.9; ``from_theory`` reads ``constants.strong_convexity``).
+
+    Readings: the paper's surrogate (c = 0 in Garber and Hazan's eq. 4; spec §2.3); the c > 0 variant is
+    not offered.
+
+    Example:
+        >>> import ocokit
+        >>> from ocokit.problems import OnlineQuadratic
+        >>> problem = OnlineQuadratic(ocokit.sets.Box(-1.0, 1.0, dim=3), lam=1.0)
+        >>> learner = SCOFW.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 100))
+        >>> float(learner.lam)
+        1.0
+
+    References:
+        Y. Wan and L. Zhang. Projection-free online learning over strongly convex sets. AAAI 2021
+        (arXiv:2010.08177).
+        D. Garber and E. Hazan. A linearly convergent conditional gradient algorithm with applications to
+        online and stochastic optimization. SIAM J. Optim., 2016 (eq. 4).
+    """
+
+    lam: Array = hyperparameter()
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("lam", self.lam)
+
+    @classmethod
+    def from_theory(cls, info: ProblemInfo, *, lam: float | None = None) -> SCOFW:
+        """Theorems 2 and 3 of paper 001: ``lam`` = the losses' modulus (``constants.strong_convexity``)."""
+        if lam is None:
+            lam = float(info.constants.strong_convexity)
+            if not (math.isfinite(lam) and lam > 0):
+                raise ValueError(
+                    "SCOFW.from_theory needs strongly convex losses (constants.strong_convexity > 0), "
+                    f"got {lam}"
+                )
+        return cls(lam=lam)
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import OnlineQuadratic
+        from ocokit.sets import Box
+
+        return [(cls(lam=1.0), OnlineQuadratic(Box(-1.0, 1.0, dim=3), lam=1.0))]
+
+    def init(self, info, key):
+        del key
+        domain = info.domain
+        x1 = domain.center()
+        zero = jnp.zeros((), dtype=x1.dtype)
+        return _SCOFWState(
+            x=x1,
+            grad_mean=jnp.zeros_like(x1),
+            point_mean=jnp.zeros_like(x1),
+            t=jnp.asarray(0, jnp.int32),
+            lmo_state=domain.lmo_init(),
+            gap=zero,
+            sigma=zero,
+            lmo_iterations=jnp.asarray(0, jnp.int32),
+        )
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        domain = feedback.problem.domain
+        dtype = x.dtype
+        t = state.t + 1
+        w = 1.0 / t.astype(dtype)
+        grad_mean = state.grad_mean + w * (feedback.grad(x) - state.grad_mean)  # S_t / t
+        point_mean = state.point_mean + w * (x - state.point_mean)  # P_t / t
+        c = grad_mean + self.lam * (x - point_mean)  # grad F_t(x_t) / t
+        x_new, lmo_state, gap, step = fw_step(domain, c, x, state.lmo_state, beta=self.lam)
+        return _SCOFWState(
+            x=x_new.astype(dtype),
+            grad_mean=grad_mean.astype(dtype),
+            point_mean=point_mean.astype(dtype),
+            t=t,
+            lmo_state=lmo_state,
+            gap=jnp.asarray(gap, dtype),
+            sigma=jnp.asarray(step, dtype),
+            lmo_iterations=jnp.asarray(domain.lmo_calls(lmo_state), jnp.int32),
+        )
+
+    def diagnostics(self, state):
+        return _fw_diagnostics(state)

@@ -1,0 +1,127 @@
+"""The matrix-completion experiments of paper 000 (Figs. 1-2) at small size, their claims and their tuning."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ocokit import experiments
+from ocokit.experiments import paper000
+from ocokit.problems import synthetic_low_rank_ratings
+
+from ..problems.test_matrix_completion import write_ratings
+
+
+@pytest.fixture
+def small_data(tmp_path):
+    """A folder laid out like OCOKIT_DATA with small generated MovieLens and FilmTrust ratings files."""
+    folder = tmp_path / "data"
+    write_ratings(folder, synthetic_low_rank_ratings(12, 10, n_obs=40, step=1.0, seed=5), "movielens")
+    ft = synthetic_low_rank_ratings(11, 9, n_obs=30, low=0.5, high=4.0, step=0.5, seed=6)
+    write_ratings(folder, ft, "filmtrust")
+    return folder
+
+
+def _check_report(report, out, labels, T, seeds):
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["T"] == T and set(summary["algorithms"]) == set(labels)
+    for label in labels:
+        stats = summary["algorithms"][label]
+        assert stats["seeds"] == seeds and "x theory" in stats["note"]
+        for metric in ("cumulative_loss", "hard_violation"):
+            assert math.isfinite(stats[metric]["mean"]) and stats[metric]["mean"] >= 0
+    assert (out / f"{report.experiment}.png").read_bytes()[:4] == b"\x89PNG"
+    assert [c.statement for c in report.claims] == [
+        c.statement for c in experiments.get(report.experiment).claims
+    ]
+    for claim in report.claims:  # measured with numbers, not "not measured"
+        assert "not measured" not in claim.measured and any(ch.isdigit() for ch in claim.measured)
+
+
+def test_movielens_experiment_on_real_data_at_tiny_T_skips_finished_runs(data_dir, tmp_path):
+    exp = experiments.get("matrix-completion-movielens")
+    out = tmp_path / "out"
+    report = exp.run(T=3, seeds=2, out=out, data_dir=data_dir)
+    _check_report(report, out, ("OFW-TVC", "SCOFW-TVC", "OPDP", "LPM"), 3, 2)
+    assert report.new_runs == 8
+    # round 1 plays X_1 = 0 for every method: loss r^2 / 2 >= 1/2 for a MovieLens rating r in 1..5, g_1 = 0
+    for label in report.summary:
+        assert report.summary[label]["cumulative_loss"]["mean"] >= 0.5
+    again = exp.run(T=3, seeds=2, out=out, data_dir=data_dir)
+    assert again.new_runs == 0 and again.skipped_runs == 8
+    assert again.summary["OFW-TVC"]["cumulative_loss"] == report.summary["OFW-TVC"]["cumulative_loss"]
+
+
+def test_filmtrust_experiment_runs_small(small_data, tmp_path):
+    report = experiments.get("matrix-completion-filmtrust").run(
+        T=8, seeds=2, out=tmp_path / "ft", data_dir=small_data
+    )
+    _check_report(report, tmp_path / "ft", ("BFW-TVC", "SCBFW-TVC", "LBPM"), 8, 2)
+
+
+def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_path):
+    exp = paper000.MatrixCompletionExperiment(
+        name="matrix-completion-movielens", paper="000 Fig. 1", title="tuning test", dataset="movielens",
+        methods=("OFW-TVC",), claims=(), default_T=5,
+    )  # fmt: skip
+    out = tmp_path / "tuned"
+    report = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
+    tuning = json.loads((out / "tuning.json").read_text())
+    row = tuning["methods"]["OFW-TVC"]
+    assert tuning["criterion"] == paper000.CRITERION and tuning["seeds"] == [paper000.TUNE_SEED_OFFSET]
+    assert row["grid"] == list(paper000.GRID) and len(row["score"]) == len(paper000.GRID)
+    scores = np.array([np.inf if s is None or np.isnan(s) else s for s in row["score"]])
+    np.testing.assert_allclose(scores[np.isfinite(scores)], (np.array(row["cumulative_loss"]) + row["ccv"])[
+        np.isfinite(scores)], rtol=1e-12)  # fmt: skip
+    assert row["chosen"] == paper000.GRID[int(np.argmin(scores))]
+    assert f"beta = {row['chosen']:g} x theory (tuned now" in report.summary["OFW-TVC"]["note"]
+
+
+def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
+    monkeypatch.delenv("OCOKIT_DATA", raising=False)
+    exp = experiments.get("matrix-completion-filmtrust")
+    with pytest.raises(FileNotFoundError, match=r"matrix-completion-filmtrust.*OCOKIT_DATA"):
+        exp.run(T=2, seeds=1, out=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"filmtrust/ratings\.txt"):
+        exp.run(T=2, seeds=1, out=tmp_path, data_dir=tmp_path / "empty")
+    with pytest.raises(ValueError, match="unknown options"):
+        exp.run(T=2, seeds=1, out=tmp_path, options={"tuning": "yes"})
+    with pytest.raises(ValueError, match="tune"):
+        exp.run(T=2, seeds=1, out=tmp_path, data_dir=tmp_path, options={"tune": "maybe"})
+
+
+def _summary(values):
+    return {
+        k: {"cumulative_loss": {"mean": v[0]}, "hard_violation": {"mean": v[1]}} for k, v in values.items()
+    }
+
+
+def test_claims_compare_the_right_numbers():
+    ml = {c.statement: c.check for c in experiments.get("matrix-completion-movielens").claims}
+    ofw_claim, sc_claim = ml.values()
+    paper_like = _summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)})
+    assert ofw_claim(paper_like)[1] and sc_claim(paper_like)[1]
+    assert not ofw_claim(
+        _summary({"OFW-TVC": (10, 8), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)})
+    )[1]
+    assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 4), "OPDP": (12, 9), "LPM": (11, 7)}))[
+        1
+    ]
+    assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (11, 6), "OPDP": (12, 9), "LPM": (9, 7)}))[
+        1
+    ]
+    (bandit,) = (c.check for c in experiments.get("matrix-completion-filmtrust").claims)
+    assert bandit(_summary({"BFW-TVC": (1, 1), "SCBFW-TVC": (2, 2), "LBPM": (3, 3)}))[1]
+    measured, holds = bandit(_summary({"BFW-TVC": (1, 1), "SCBFW-TVC": (2, 4), "LBPM": (3, 3)}))
+    assert not holds and "SCBFW-TVC 4 vs LBPM 3" in measured
+    missing = experiments.get("matrix-completion-filmtrust").check_claims(_summary({"BFW-TVC": (1, 1)}))
+    assert not missing[0].holds and "not measured" in missing[0].measured
+
+
+def test_recorded_constants_cover_every_method_and_lie_on_the_grid():
+    for name in ("matrix-completion-movielens", "matrix-completion-filmtrust"):
+        exp = experiments.get(name)
+        assert set(paper000.TUNED[name]) == {a.label for a in exp.algorithms}
+        assert all(v in paper000.GRID for v in paper000.TUNED[name].values())
+        assert exp.default_T == paper000.HORIZONS[name] and exp.default_seeds == 10 and exp.needs_data
