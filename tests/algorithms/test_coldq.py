@@ -10,24 +10,17 @@ from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms import COLDQ, OGD, COLDQExpert, ProblemInfo
+from ocokit.algorithms._coldq import _regression_rounds
+from ocokit.algorithms._hinge_prox import resolve_solver
 from ocokit.engine import split_key
-from ocokit.problems import CustomProblem, ProblemConstants, TimeVaryingRegression
+from ocokit.problems import CustomProblem, TimeVaryingRegression
 from ocokit.sets import Box
 
 from .test_hinge_prox import _clarabel
 
 T = 40
-_REGRESSION = TimeVaryingRegression(
-    dim=4, rows=3, num_constraints=2
-)  # K = [0, 5]^4, fresh A_t, b_t each round
-# The same rounds without the regression's comparators (their solvers dominate compile time here).
-PROBLEM = CustomProblem(
-    domain=_REGRESSION.domain,
-    loss=lambda d, x: 0.5 * jnp.sum((d["H"] @ x - d["y"]) ** 2),
-    constraints=lambda d, x: d["A"] @ x - d["b"],
-    sampler=lambda key, t: _REGRESSION.round_data(None, key, t),
-    constants=ProblemConstants(constraint_bound=20.0),  # |A x - b| <= 4 * 5 on K
-)
+_REGRESSION = TimeVaryingRegression(dim=4, rows=3)  # K = [0, 5]^4, N = 2, fresh A_t, b_t each round
+PROBLEM = _regression_rounds()  # the same rounds without the regression's comparators (a light compile)
 AFFINE = {"solver": "affine"}
 
 
@@ -232,10 +225,13 @@ def test_coldq_expert_with_one_expert_is_coldq():
 
 def test_coldq_on_job_scheduling_uses_the_log_capacity_solver():
     problem = ocokit.problems.JobScheduling.synthetic(num_slots=288)
+    assert resolve_solver(problem, "auto") == "log_capacity"
     learner = COLDQ.from_paper(ProblemInfo.of(problem, 60), table=6)
-    traj = ocokit.run(learner, problem, 60, 0, record_decisions=True)
-    assert bool(traj.diagnostics["solver_converged"].all())
-    assert np.all(jax.vmap(lambda x: problem.domain.contains(x, atol=1e-9))(traj.decisions))
-    # the queue (>= gamma = 30) makes the capacity an exact penalty: after the x_1 = 0 round, the
-    # decision x_t meets g_{t-1}(x_t) <= 0, so delays come only from the change of lambda_t
-    assert np.mean(np.asarray(traj.constraints[1:]) > 0) < 0.7
+    session = ocokit.Session(learner, problem, horizon=60, key=0)  # steps without the comparators' compile
+    env_key = split_key(session.key)[0]
+    for t in range(1, 21):
+        x = session.decide()
+        assert np.all((x >= 0) & (x <= 1000))
+        session.observe(problem.round_data(None, jax.random.fold_in(env_key, t), t))
+        assert bool(learner.diagnostics(session.state)["solver_converged"])
+    assert float(session.state.queue[0]) >= float(learner.gamma)

@@ -180,11 +180,9 @@ class COLDQ(AbstractLearner):
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import TimeVaryingRegression
-
         T = 30
         return [
-            (cls(eta=1.0 / T, gamma=0.5 * T, solver="affine"), TimeVaryingRegression(dim=4, rows=3)),
+            (cls(eta=1.0 / T, gamma=0.5 * T, solver="affine"), _regression_rounds()),
             (cls(eta=1.0 / T, gamma=0.1 * T, alpha0=2.0, solver="smooth"), _ball_problem()),
         ]
 
@@ -330,15 +328,9 @@ class COLDQExpert(AbstractLearner):
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import TimeVaryingRegression
-
         T = 30
-        return [
-            (
-                cls(num_experts=3, kappa=T**-0.5, eta=T**-1.5, gamma=0.5 * T**1.5, solver="affine"),
-                TimeVaryingRegression(dim=4, rows=3),
-            )
-        ]
+        learner = cls(num_experts=3, kappa=T**-0.5, eta=T**-1.5, gamma=0.5 * T**1.5, solver="affine")
+        return [(learner, _regression_rounds())]
 
     def prior(self, dtype=None) -> Array:
         """``w_1[m] = (M + 1) / (m (m + 1) M)``, ``m = 1..M`` (sums to one)."""
@@ -412,6 +404,20 @@ class COLDQExpert(AbstractLearner):
             "weights": jnp.exp(state.log_weights),
             "solver_converged": state.converged,
         }
+
+
+def _regression_rounds():
+    """The rounds of a small Fig. 1 problem (paper 003 §6.1) without its comparators (a light compile)."""
+    from ocokit.problems import CustomProblem, ProblemConstants, TimeVaryingRegression
+
+    regression = TimeVaryingRegression(dim=4, rows=3)  # K = [0, 5]^4, N = 2
+    return CustomProblem(
+        domain=regression.domain,
+        loss=lambda d, x: 0.5 * jnp.sum((d["H"] @ x - d["y"]) ** 2),
+        constraints=lambda d, x: d["A"] @ x - d["b"],
+        sampler=lambda key, t: regression.round_data(None, key, t),
+        constants=ProblemConstants(constraint_bound=20.0),  # |A x - b| <= 4 * 5 on K
+    )
 
 
 def _ball_problem():

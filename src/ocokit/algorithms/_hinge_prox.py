@@ -105,10 +105,15 @@ def _kkt_residual(lam, g, w):
 
 
 def _small_solve(M, r):
-    """``M^{-1} r``: a division for N = 1, LU with pivoting otherwise (Cramer's rule is not stable on the
-    nearly singular Hessians of locally linear dual pieces)."""
-    if r.shape[0] == 1:
+    """``M^{-1} r`` without a LAPACK call for N <= 2 (a division; Cramer's rule, which is forward stable
+    for 2 x 2 systems, Higham 2002 §1.10), LU with pivoting otherwise (larger Cramer formulas are not
+    stable on the nearly singular Hessians of locally linear dual pieces)."""
+    n = r.shape[0]
+    if n == 1:
         return r / M[0, 0]
+    if n == 2:
+        det = M[0, 0] * M[1, 1] - M[0, 1] * M[1, 0]
+        return jnp.stack([M[1, 1] * r[0] - M[0, 1] * r[1], M[0, 0] * r[1] - M[1, 0] * r[0]]) / det
     return jnp.linalg.solve(M, r)
 
 
@@ -126,8 +131,13 @@ def _maximise_dual(
     reg: Float[Array, ""],
     tol: Any,
     max_iter: int,
+    exact_step: Callable[[Array, Array, Array], Array] | None = None,
 ) -> HingeProxSolution:
-    """Projected Newton for ``max_{lam in [0, w]} phi(lam)``; ``oracle(lam, x_warm)`` gives ``x(lam)`` etc."""
+    """Projected Newton for ``max_{lam in [0, w]} phi(lam)``; ``oracle(lam, x_warm)`` gives ``x(lam)`` etc.
+
+    ``exact_step(lam, d, s_max)``, when given, is the exact maximiser of ``phi(lam + s d)`` over
+    ``s in [0, s_max]`` (no backtracking); otherwise an Armijo search is used.
+    """
     start = oracle(jnp.zeros_like(w), x_warm)
     tol_abs = tol * (1.0 + jnp.max(jnp.abs(start.g)))
 
@@ -145,9 +155,14 @@ def _maximise_dual(
         slope = jnp.dot(cur.g, d)  # > 0 for a Newton direction; else fall back to the scaled gradient
         d = jnp.where(slope > 0, d, jnp.where(fixed | stuck, 0.0, cur.g) / (reg * 1e10))
         slope = jnp.dot(cur.g, d)
-        # First trial: the Newton point, or the first bound on the way to it (a singular piece makes d huge).
+        # The segment up to the first bound; the first Armijo trial is the Newton point or, if nearer,
+        # that bound (a locally linear piece makes d huge).
         room = jnp.where(d > 0, w - cur.lam, cur.lam)
-        s0 = jnp.minimum(1.0, jnp.min(jnp.where(d != 0, room / jnp.abs(d), jnp.inf)))
+        s_max = jnp.min(jnp.where(d != 0, room / jnp.abs(d), jnp.inf))
+        if exact_step is not None:
+            s_best = exact_step(cur.lam, d, jnp.minimum(s_max, 1e300))
+            return oracle(jnp.clip(cur.lam + s_best * d, 0.0, w), cur.x), k + 1
+        s0 = jnp.minimum(1.0, s_max)
         slack = 1e-13 * (1.0 + jnp.abs(cur.value))
 
         def trial(s):
@@ -234,9 +249,32 @@ def solve_affine(
         hess = A @ JA.T / two_alpha
         return _DualPoint(lam, x, g, _objective(c, alpha, z, x) + jnp.dot(lam, g), hess)
 
+    def exact_step(lam, d, s_max):
+        # On a box phi'(s) = <d, A x(s) - b> with x(s) = clip(v - s u) is non-increasing and piecewise
+        # linear, with breakpoints where a coordinate of v - s u meets a bound: evaluate it there and
+        # interpolate its zero linearly between the two neighbouring breakpoints.
+        v = v0 - A.T @ lam / two_alpha
+        Ad = A.T @ d
+        u = Ad / two_alpha
+        nonzero = u != 0
+        safe = jnp.where(nonzero, u, 1.0)
+        cuts = jnp.concatenate([(v - domain.lower) / safe, (v - domain.upper) / safe])
+        cuts = jnp.where(jnp.concatenate([nonzero, nonzero]), cuts, 0.0)
+        S = jnp.clip(jnp.concatenate([jnp.zeros(1, dtype), cuts, s_max[None]]), 0.0, s_max)
+        X = jnp.clip(v[None, :] - S[:, None] * u[None, :], domain.lower[None, :], domain.upper[None, :])
+        D = X @ Ad - jnp.dot(d, b)
+        up = D >= 0
+        s_lo = jnp.max(jnp.where(up, S, 0.0))
+        D_lo = jnp.max(jnp.where(up & (S == s_lo), D, 0.0))
+        s_hi = jnp.min(jnp.where(up, jnp.inf, S))
+        D_hi = jnp.min(jnp.where(~up & (S == s_hi), D, jnp.inf))
+        s_root = s_lo + D_lo * (s_hi - s_lo) / jnp.where(D_lo > D_hi, D_lo - D_hi, 1.0)
+        return jnp.where(jnp.all(up), s_max, jnp.clip(s_root, s_lo, s_hi))
+
     reg = 1e-10 * jnp.trace(A @ A.T) / (two_alpha * A.shape[0]) + 1e-300
     w = jnp.asarray(weights, dtype)
-    return _maximise_dual(oracle, w, z, reg, tol, max_iter)
+    exact = exact_step if isinstance(domain, Box) else None
+    return _maximise_dual(oracle, w, z, reg, tol, max_iter, exact)
 
 
 def _stable_positive_root(a, q):

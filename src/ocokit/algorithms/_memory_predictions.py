@@ -169,7 +169,8 @@ class BanditOCOMemory(AbstractLearner):
         half_width: truncation a of the truncated Gaussian, > 0; ``nan`` = Definition 1's
             ``(2 d^2 (2h - 1))^(-1/4)``; the experiments use 2.
         law: smoothing law, one of :data:`ocokit.feedback.SMOOTHING_LAWS` (static; default
-            ``"truncated_gaussian"``, Definition 1).
+            ``"truncated_gaussian"``, Definition 1; with ``"sphere"`` set ``normalize_by_variance`` for the
+            usual ``n / delta`` scaling).
         estimator: ``"two_point"`` (default, Algorithm 1) or ``"one_point"`` (Sec. 5).
         init_perturb: ``"unary"`` (default: every slot of the window shifted by ``delta u_t``, fresh
             ``u_t``; the only reading consistent with Thm. 1's proof), ``"last"`` (only ``x_t`` shifted; the
@@ -180,8 +181,7 @@ class BanditOCOMemory(AbstractLearner):
             paper, spec §6 A13). Default False.
 
     Example:
-        >>> import jax, ocokit
-        >>> jax.config.update("jax_enable_x64", True)
+        >>> import ocokit
         >>> problem = ocokit.problems.QuadraticWithMemory(ocokit.sets.Box(-5.0, 5.0, dim=1), memory=2, x0=0.5)
         >>> learner = BanditOCOMemory(eta=0.2, delta=0.2, x0=0.5, half_width=2.0)
         >>> traj = ocokit.run(learner, problem, T=20, key=0)
@@ -345,7 +345,7 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
 
     Example:
         >>> import jax, ocokit
-        >>> jax.config.update("jax_enable_x64", True)
+        >>> jax.config.update("jax_enable_x64", True)  # delta' = 1e-4 differences need float64
         >>> problem = ocokit.problems.QuadraticWithMemory(ocokit.sets.Box(-5.0, 5.0, dim=1), memory=2, x0=0.5)
         >>> learner = OCOMemoryLimitedPredictions(window=4, eta=0.2, alpha=0.05, delta=0.2, delta_prime=1e-4,
         ...                                       x0=0.5, half_width=2.0)
@@ -553,7 +553,8 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
             new = jnp.where((s >= 1) & (s <= T), project(x_s - self.alpha * acc), old)
             return xs.at[j + 1, s % M].set(new), grads, account(stats, k)
 
-        xs, grads, stats = jax.lax.fori_loop(0, K, layer, (xs, grads, stats))
+        if K > 0:  # K = 0 (strict one-round window): x^0 is played
+            xs, grads, stats = jax.lax.fori_loop(0, K, layer, (xs, grads, stats))
         calls, look, flagged = stats
         return _OCOMLPState(
             xs=xs,

@@ -20,8 +20,6 @@ A mirror geometry is a distance-generating function omega on a simple set X_0, i
 step; projected OGD (:class:`~ocokit.algorithms.OGD`) is its Euclidean counterpart.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
-
 from __future__ import annotations
 
 import abc

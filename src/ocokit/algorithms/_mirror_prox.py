@@ -7,8 +7,6 @@ with the fresh one (the next centre). The prox steps are the geometries of
 :mod:`ocokit.algorithms._mirror`.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
-
 from __future__ import annotations
 
 import math
@@ -329,7 +327,9 @@ class SimplexMirrorProx(AbstractLearner):
     point ``y~_t`` (spec §2.3), which keeps every centre ``>= nu / d`` so KL stays finite. The steps are
     the entropic prox of :mod:`ocokit.algorithms._mirror`, in log space. Constants are measured in
     (l1, l_inf): ``F = sup ||grad f^t||_inf``, ``L_f``, ``L_g`` with ``||grad phi(x) - grad phi(y)||_inf <=
-    L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (spec P12; l2 constants are valid upper bounds).
+    L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (spec P12; l2 constants are valid upper bounds). Any
+    ``Simplex(capped=False)`` works (the step acts on ``(x - offset) / radius``); the theorem's constants
+    are for the probability simplex (radius 1).
 
     Source: ``004_d8c37a6642191241.txt``, Algorithm 2, eqs. (52)/(76), Lemma B.1; spec paper004.md §2.3.
     Guarantees (Assumptions 2.1-2.2, Slater; Theorems 6.1 and 6.2, which say "Algorithm 1" by a typo,

@@ -16,8 +16,6 @@ numbers hold): ``drift = 0`` gives static losses (``V_* = O(1)``, only the t = 1
 i.i.d. ones (``V_*`` linear in T), with ``E V_* ~ 2 drift scale^2 d T`` in between.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
-
 from __future__ import annotations
 
 import math
