@@ -6,19 +6,34 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from ocokit import cli
+from ocokit import cli, experiments
+from ocokit.algorithms import OGD
+from ocokit.problems import TimeVaryingRegression
 
 runner = CliRunner()
 
+# A tiny experiment of the test's own, so these tests exercise the command line, not any one algorithm.
+if "cli-smoke" not in experiments.names():
+    experiments.register(
+        experiments.StandardExperiment(
+            name="cli-smoke",
+            paper="tests",
+            title="command-line smoke test",
+            make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3),
+            algorithms=[experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
+                        experiments.Algorithm("OGD-slow", lambda info: OGD(eta=0.01))],
+        )
+    )
+
 
 def test_run_then_skip_then_plot_and_report(tmp_path):
-    out = tmp_path / "tvr"
-    args = ["run", "time-varying-regression", "--T", "20", "--seeds", "2", "--out", str(out)]
+    out = tmp_path / "smoke"
+    args = ["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out)]
     first = runner.invoke(cli.app, args)
     assert first.exit_code == 0, first.output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["experiment"] == "time-varying-regression" and summary["T"] == 20
-    assert (out / "time-varying-regression.png").stat().st_size > 0
+    assert summary["experiment"] == "cli-smoke" and summary["T"] == 20
+    assert (out / "cli-smoke.png").stat().st_size > 0
     n_runs = len(list((out / "runs").glob("*.parquet")))
     assert n_runs == 2 * len(summary["algorithms"])
     second = runner.invoke(cli.app, args)

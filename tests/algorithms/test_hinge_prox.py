@@ -260,3 +260,32 @@ def test_solver_choice_errors_are_clear():
     with pytest.raises(ValueError, match="needs a Box domain"):
         resolve_solver(ball, "smooth")
     assert resolve_solver(ball, "auto") == "affine"
+
+
+@pytest.mark.parametrize(("p", "N"), [(2, 3), (10, 2), (3, 1)])
+def test_affine_solver_converges_on_a_batch_of_hard_random_instances(p, N):
+    # Mixed-sign rows, p < N (a singular dual Hessian), weights from 0.5 to 2500: every solve must meet
+    # the tolerance and beat sampled points of the box.
+    rng = np.random.default_rng(p * 10 + N)
+    n, box = 300, Box(0.0, 1.0, dim=p)
+    Z, C = rng.uniform(0, 1, (n, p)), rng.normal(size=(n, p)) * rng.choice([0.1, 1, 10, 100], size=(n, 1))
+    al = rng.choice([0.3, 1.0, 7.0, 30.0], size=n)
+    W = rng.choice([0.5, 5.0, 500.0, 2500.0], size=(n, 1)) * rng.uniform(0.5, 1, (n, N))
+    A = rng.uniform(0.0, 1.0, (n, N, p)) * rng.choice([1, -1], size=(n, N, p), p=[0.8, 0.2])
+    B = rng.uniform(-0.2, 0.5, (n, N))
+    sol = jax.jit(jax.vmap(lambda c, a, z, w, A, b: solve_affine(c, a, z, w, A, b, box)))(C, al, Z, W, A, B)
+    assert bool(jnp.all(sol.converged)) and int(sol.iterations.max()) < 50
+    X = np.asarray(sol.x)
+
+    def objective(x, i):
+        return (
+            (x - Z[i]) @ C[i]
+            + al[i] * np.sum((x - Z[i]) ** 2, axis=-1)
+            + np.maximum(x @ A[i].T - B[i], 0) @ W[i]
+        )
+
+    for i in range(0, n, 10):
+        candidates = np.clip(
+            X[i] + rng.normal(size=(100, p)) * rng.choice([1e-4, 1e-2, 1.0], size=(100, 1)), 0, 1
+        )
+        assert np.all(objective(candidates, i) >= objective(X[i], i) - 1e-9 * (1 + abs(objective(X[i], i))))

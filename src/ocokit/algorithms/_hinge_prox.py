@@ -33,7 +33,9 @@ Three structures of ``g``, each with its own ``x(lam)``:
 
 Tolerance: iterations stop when the dual KKT residual (the projected dual gradient, in the units of
 ``g``: ``|g_n|`` for an interior multiplier, ``[g_n]_+`` at 0, ``[-g_n]_+`` at ``w_n``) is at most
-``tol * (1 + max_n |g_n(x(0))|)``, or after ``max_iter`` Newton steps; the solution reports the
+``tol * (1 + max_n |g_n(x(0))| + s_g)``, ``s_g`` the size of the constant terms of ``g`` (``max |b|``,
+``|d|``; 0 for ``smooth``) (``tol`` floored at ``100 eps`` of the dtype, so float32 runs stop
+near ``1e-5``), or after ``max_iter`` Newton steps; the solution reports the
 iterations, the residual and whether it converged. ``x`` always lies in X (it is ``x(lam)`` for the
 final ``lam``).
 
@@ -96,6 +98,16 @@ class _DualPoint(eqx.Module):
     hess: Float[Array, "N N"]  # -Hessian of phi (PSD), generalised
 
 
+def _eps(dtype) -> float:
+    """Machine epsilon of ``dtype``: tolerances and regularisations never go below a few of these."""
+    return float(jnp.finfo(dtype).eps)
+
+
+def _regularisation(scale, dtype):
+    """``1e-10`` of the curvature scale (at least ``10 eps`` of it), plus the smallest normal number."""
+    return max(1e-10, 10 * _eps(dtype)) * scale + jnp.finfo(dtype).tiny
+
+
 def _kkt_residual(lam, g, w):
     at_lo, at_hi = lam <= 0, lam >= w
     p = jnp.where(
@@ -128,18 +140,23 @@ def _maximise_dual(
     oracle: Callable[[Array, Array], _DualPoint],
     w: Float[Array, " N"],
     x_warm: Float[Array, " p"],
-    reg: Float[Array, ""],
+    scale: Float[Array, ""],
     tol: Any,
     max_iter: int,
     exact_step: Callable[[Array, Array, Array], Array] | None = None,
+    g_scale: Any = 0.0,
 ) -> HingeProxSolution:
     """Projected Newton for ``max_{lam in [0, w]} phi(lam)``; ``oracle(lam, x_warm)`` gives ``x(lam)`` etc.
 
     ``exact_step(lam, d, s_max)``, when given, is the exact maximiser of ``phi(lam + s d)`` over
-    ``s in [0, s_max]`` (no backtracking); otherwise an Armijo search is used.
+    ``s in [0, s_max]`` (no backtracking); otherwise an Armijo search is used. ``scale`` is a curvature
+    scale of ``-phi`` (that of ``x`` unclipped): it sets the Newton regularisation and the gradient step;
+    ``g_scale``, the size of the terms that make up ``g`` (its round-off), enters the tolerance.
     """
+    reg = _regularisation(scale, w.dtype)
     start = oracle(jnp.zeros_like(w), x_warm)
-    tol_abs = tol * (1.0 + jnp.max(jnp.abs(start.g)))
+    eps = _eps(w.dtype)
+    tol_abs = jnp.maximum(tol, 100 * eps) * (1.0 + jnp.max(jnp.abs(start.g)) + g_scale)
 
     def cond(carry):
         point, k = carry
@@ -153,17 +170,17 @@ def _maximise_dual(
         stuck = ((cur.lam <= 0) & (d < 0)) | ((cur.lam >= w) & (d > 0))
         d = jnp.where(stuck, 0.0, d)
         slope = jnp.dot(cur.g, d)  # > 0 for a Newton direction; else fall back to the scaled gradient
-        d = jnp.where(slope > 0, d, jnp.where(fixed | stuck, 0.0, cur.g) / (reg * 1e10))
+        d = jnp.where(slope > 0, d, jnp.where(fixed | stuck, 0.0, cur.g) / scale)
         slope = jnp.dot(cur.g, d)
         # The segment up to the first bound; the first Armijo trial is the Newton point or, if nearer,
         # that bound (a locally linear piece makes d huge).
         room = jnp.where(d > 0, w - cur.lam, cur.lam)
         s_max = jnp.min(jnp.where(d != 0, room / jnp.abs(d), jnp.inf))
         if exact_step is not None:
-            s_best = exact_step(cur.lam, d, jnp.minimum(s_max, 1e300))
+            s_best = exact_step(cur.lam, d, jnp.minimum(s_max, jnp.sqrt(jnp.finfo(w.dtype).max)))
             return oracle(jnp.clip(cur.lam + s_best * d, 0.0, w), cur.x), k + 1
         s0 = jnp.minimum(1.0, s_max)
-        slack = 1e-13 * (1.0 + jnp.abs(cur.value))
+        slack = 500 * eps * (1.0 + jnp.abs(cur.value))
 
         def trial(s):
             pt = oracle(jnp.clip(cur.lam + s * d, 0.0, w), cur.x)
@@ -182,7 +199,7 @@ def _maximise_dual(
             s, pt, _, j = c
             # maximiser of the concave quadratic through phi(0), phi'(0) = slope and phi(s), safeguarded
             curvature = 2.0 * (cur.value + slope * s - pt.value) / (s * s)
-            s_new = jnp.clip(slope / jnp.maximum(curvature, 1e-300), 0.1 * s, 0.5 * s)
+            s_new = jnp.clip(slope / jnp.maximum(curvature, jnp.finfo(w.dtype).tiny), 0.1 * s, 0.5 * s)
             pt_new, ok = trial(s_new)
             return s_new, pt_new, ok, j + 1
 
@@ -271,10 +288,11 @@ def solve_affine(
         s_root = s_lo + D_lo * (s_hi - s_lo) / jnp.where(D_lo > D_hi, D_lo - D_hi, 1.0)
         return jnp.where(jnp.all(up), s_max, jnp.clip(s_root, s_lo, s_hi))
 
-    reg = 1e-10 * jnp.trace(A @ A.T) / (two_alpha * A.shape[0]) + 1e-300
+    scale = jnp.trace(A @ A.T) / (two_alpha * A.shape[0])
     w = jnp.asarray(weights, dtype)
     exact = exact_step if isinstance(domain, Box) else None
-    return _maximise_dual(oracle, w, z, reg, tol, max_iter, exact)
+    g_scale = jnp.max(jnp.abs(b))
+    return _maximise_dual(oracle, w, z, scale, tol, max_iter, exact, g_scale)
 
 
 def _stable_positive_root(a, q):
@@ -331,9 +349,9 @@ def solve_log_capacity(
         hess = jnp.reshape(jnp.sum(jnp.where(free, dg * dg / curvature, 0.0)), (1, 1))
         return _DualPoint(lam, x, g, _objective(c, alpha, z, x) + mu * g[0], hess)
 
-    reg = 1e-10 * jnp.sum((s * r) ** 2) / (two_alpha * z.shape[0]) + 1e-300
+    scale = jnp.sum((s * r) ** 2) / (two_alpha * z.shape[0])
     w = jnp.reshape(jnp.asarray(weight, dtype), (1,))
-    return _maximise_dual(oracle, w, z, reg, tol, max_iter)
+    return _maximise_dual(oracle, w, z, scale, tol, max_iter, g_scale=jnp.abs(demand))
 
 
 def _box_newton(q, x0, domain: Box, tol_x, max_iter: int):
@@ -356,7 +374,7 @@ def _box_newton(q, x0, domain: Box, tol_x, max_iter: int):
         fixed = ((x <= lo) & (gr > 0)) | ((x >= hi) & (gr < 0))
         d = -_masked_solve(hess_q(x), gr, ~fixed, 0.0)
         qx = q(x)
-        slack = 1e-14 * (1.0 + jnp.abs(qx))
+        slack = 50 * _eps(x.dtype) * (1.0 + jnp.abs(qx))
 
         def ls_cond(s_c):
             s, j = s_c
@@ -407,7 +425,9 @@ def solve_smooth(
     if w.shape[0] == 0:
         return _unconstrained(c, alpha, z, domain, dtype)
     # the inner solve is 100x tighter, so that g(x(lam)) is exact to well below the dual tolerance
-    tol_x = 0.01 * tol * (1.0 + jnp.max(jnp.abs(z)) + jnp.max(jnp.abs(c)) / (2.0 * alpha))
+    tol_x = jnp.maximum(0.01 * tol, 10 * _eps(dtype)) * (
+        1.0 + jnp.max(jnp.abs(z)) + jnp.max(jnp.abs(c)) / (2.0 * alpha)
+    )
     jac = jax.jacfwd(g)
 
     def oracle(lam, x_warm):
@@ -422,8 +442,8 @@ def solve_smooth(
         return _DualPoint(lam, x, gx, _objective(c, alpha, z, x) + jnp.dot(lam, gx), hess)
 
     J0 = jac(z)
-    reg = 1e-10 * jnp.sum(J0 * J0) / (2.0 * alpha * w.shape[0]) + 1e-300
-    return _maximise_dual(oracle, w, z, reg, tol, max_iter)
+    scale = jnp.sum(J0 * J0) / (2.0 * alpha * w.shape[0])
+    return _maximise_dual(oracle, w, z, scale, tol, max_iter)
 
 
 def resolve_solver(problem: AbstractProblem, solver: str) -> str:

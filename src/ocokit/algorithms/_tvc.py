@@ -25,6 +25,7 @@ from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import fw_step, inner_frank_wolfe
 from ocokit.feedback import BANDIT, FULL_INFORMATION, FeedbackKind, one_point_sphere_estimate
+from ocokit.problems._base import AbstractProblem
 
 PHIS = ("exp", "square_plus_linear", "square", "linear")
 """Lyapunov functions: ``exp(lam x) - 1`` (Thms 1, 3), ``x^2 + x`` (Thm 2), ``x^2`` (Thm 4), ``x`` (G&K)."""
@@ -239,7 +240,7 @@ class OFWTVC(AbstractLearner):
         return _override(theory, overrides)
 
     @classmethod
-    def _test_cases(cls) -> list:
+    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
         from ocokit.problems import TimeVaryingRegression
 
         problem = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
@@ -382,7 +383,7 @@ class SCOFWTVC(AbstractLearner):
         return _override(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)
 
     @classmethod
-    def _test_cases(cls) -> list:
+    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
         from ocokit.problems import TimeVaryingRegression
 
         problem = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
@@ -605,7 +606,7 @@ class BFWTVC(AbstractLearner):
         return _override(theory, overrides)
 
     @classmethod
-    def _test_cases(cls) -> list:
+    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
         from ocokit.problems import TimeVaryingRegression
 
         problem = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
@@ -767,7 +768,7 @@ class SCBFWTVC(AbstractLearner):
         return _override(theory_, overrides)
 
     @classmethod
-    def _test_cases(cls) -> list:
+    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
         from ocokit.problems import TimeVaryingRegression
 
         problem = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
