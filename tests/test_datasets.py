@@ -62,7 +62,7 @@ def test_electricity_bad_price(tmp_path):
     d = tmp_path / "electricity-prices-2023"
     d.mkdir()
     (d / "FR.csv").write_text("Datetime (UTC),Datetime (Local),Price (USD/MWh)\na,b,1.0\na,b,oops\n")
-    with pytest.raises(ValueError, match="FR.csv:3"):
+    with pytest.raises(ValueError, match=r"FR\.csv:3"):
         datasets.load_electricity_prices(["FR"], path=tmp_path)
     (d / "FR.csv").write_text("Datetime (UTC),Datetime (Local),Price (USD/MWh)\na,b,\na,b,2.0\na,b,\n")
     np.testing.assert_array_equal(datasets.load_electricity_prices(["FR"], path=tmp_path)[:, 0], [2.0, 2.0, 2.0])

@@ -76,6 +76,10 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
         np.isfinite(scores)], rtol=1e-12)  # fmt: skip
     assert row["chosen"] == paper000.GRID[int(np.argmin(scores))]
     assert f"beta = {row['chosen']:g} x theory (tuned now" in report.summary["OFW-TVC"]["note"]
+    # each method's grid is stored as it finishes; a re-run reads it back and skips every run
+    assert len(list((out / "tuning").glob("OFW-TVC-*.json"))) == 1
+    again = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
+    assert again.new_runs == 0 and json.loads((out / "tuning.json").read_text()) == tuning
 
 
 def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):

@@ -34,9 +34,8 @@ from ocokit.algorithms._tvc import SCOFWTVC as SCOFWTVC
 # Each family module adds its names here and to __all__.
 
 __all__ = [
-    "COLDQ",
-    "COLDQExpert",
     "BFWTVC",
+    "COLDQ",
     "LBPM",
     "LOOBBGD",
     "LOOBOGD",
@@ -52,6 +51,7 @@ __all__ = [
     "AbstractLearner",
     "AbstractMirrorGeometry",
     "BanditOCOMemory",
+    "COLDQExpert",
     "EntropicGeometry",
     "EuclideanGeometry",
     "Hedge",

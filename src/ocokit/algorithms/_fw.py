@@ -95,7 +95,7 @@ def inner_frank_wolfe(
     """
 
     def cond(carry):
-        _, _, calls, gap, done = carry
+        _, _, calls, _, done = carry
         return (~done) & (calls < max_iter)
 
     def body(carry):

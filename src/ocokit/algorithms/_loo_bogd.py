@@ -16,7 +16,7 @@ Learners: :class:`LOOBOGD` (Alg. 4, full information), :class:`LOOBBGD` (Alg. 9,
 spec ``baselines.md`` §2.2-§2.3 because the paper's text could not be read).
 """
 
-# ruff: noqa: F722, UP037  (jaxtyping shape strings such as "..." are not Python expressions)
+
 
 from __future__ import annotations
 

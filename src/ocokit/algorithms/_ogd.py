@@ -61,7 +61,10 @@ class OGD(AbstractLearner):
     def _test_cases(cls):
         from ocokit.problems import TimeVaryingRegression
 
-        return [(cls(eta=0.01), TimeVaryingRegression()), (cls(eta=0.5, decay="inverse_sqrt"), TimeVaryingRegression(dim=3))]
+        return [
+            (cls(eta=0.01), TimeVaryingRegression()),
+            (cls(eta=0.5, decay="inverse_sqrt"), TimeVaryingRegression(dim=3)),
+        ]
 
     def init(self, info, key):
         del key

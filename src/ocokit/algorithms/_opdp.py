@@ -4,7 +4,7 @@ RECONSTRUCTED from the template of spec ``baselines.md`` §3.2: neither the pape
 be read, so the update equations and every parameter value are a reconstruction, not the authors' algorithm.
 """
 
-# ruff: noqa: F722, UP037  (jaxtyping shape strings such as "..." are not Python expressions)
+
 
 from __future__ import annotations
 

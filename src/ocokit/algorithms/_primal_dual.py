@@ -12,7 +12,7 @@ COLDQ authors' code ``yituo-liu/TON26-COLDQ`` reduced to one agent (not the base
 against the original paper before claiming fidelity.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
 """The experiment registry: one module per paper; importing this package registers them all."""
 
+# Paper modules register their experiments on import; each adds its own line here.
+from ocokit.experiments import paper000 as paper000
+from ocokit.experiments import paper001 as paper001
+from ocokit.experiments import paper002 as paper002
+from ocokit.experiments import paper003 as paper003
+from ocokit.experiments import paper004 as paper004
 from ocokit.experiments._base import AbstractExperiment as AbstractExperiment
 from ocokit.experiments._base import Algorithm as Algorithm
 from ocokit.experiments._base import Claim as Claim
@@ -9,13 +15,6 @@ from ocokit.experiments._base import StandardExperiment as StandardExperiment
 from ocokit.experiments._base import get as get
 from ocokit.experiments._base import names as names
 from ocokit.experiments._base import register as register
-
-# Paper modules register their experiments on import; each adds its own line here.
-from ocokit.experiments import paper000 as paper000  # noqa: E402  (registration)
-from ocokit.experiments import paper001 as paper001  # noqa: E402  (registration)
-from ocokit.experiments import paper002 as paper002  # noqa: E402  (registration)
-from ocokit.experiments import paper003 as paper003  # noqa: E402  (registration)
-from ocokit.experiments import paper004 as paper004  # noqa: E402  (registration)
 
 __all__ = [
     "AbstractExperiment",

@@ -84,13 +84,13 @@ class Report:
         }
 
 
-class Progress(abc.ABC):
+class Progress:
     """Progress reporting hooks (the CLI passes a rich progress bar; the default is silent)."""
 
-    def start(self, label: str, total: int) -> None:  # noqa: B027 - optional hook
+    def start(self, label: str, total: int) -> None:
         """A task of ``total`` steps begins."""
 
-    def advance(self, label: str, steps: int = 1) -> None:  # noqa: B027 - optional hook
+    def advance(self, label: str, steps: int = 1) -> None:
         """``steps`` more steps of the task are done."""
 
 

@@ -34,6 +34,7 @@ top singular pair of these noisy sums of random matrices converges slowly).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ from ocokit.experiments._base import (
     register,
 )
 from ocokit.problems import OnlineMatrixCompletion
-from ocokit.results import atomic_write_json
+from ocokit.results import atomic_write_json, run_path
 
 GRID = tuple(10.0**k for k in range(-5, 6))
 """The paper's hyperparameter grid {10^-5, 10^-4, ..., 10^5}."""
@@ -240,16 +241,17 @@ class MatrixCompletionExperiment(AbstractExperiment):
             name=self.name, paper=self.paper, title=self.title,
             make_problem=lambda T, data_dir, options: problem, algorithms=algorithms_,
             panels=("cumulative_loss", "hard_violation"), default_T=self.default_T,
-            default_seeds=self.default_seeds, claims=self.claims, needs_data=True, chunk_size=10,
+            default_seeds=self.default_seeds, claims=self.claims, needs_data=True, chunk_size=5,
         )  # fmt: skip
 
     def tune(
-        self, problem: OnlineMatrixCompletion, T: int, seeds: int, progress=None
+        self, problem: OnlineMatrixCompletion, T: int, seeds: int, out: Path | None = None, progress=None
     ) -> dict[str, dict[str, Any]]:
         """The paper's grid search: for each method, every multiplier of :data:`GRID` as one vmapped sweep.
 
         Returns, per method label, the grid's final cumulative loss, CCV and score (``nan`` where a run
-        diverged), and the chosen multiplier (criterion: :data:`CRITERION`).
+        diverged), and the chosen multiplier (criterion: :data:`CRITERION`). With ``out``, each method's row
+        is stored under ``out/tuning/`` keyed by a hash of its configuration, and a re-run skips it.
         """
         progress = progress or SilentProgress()
         info = ProblemInfo.of(problem, T)
@@ -260,6 +262,19 @@ class MatrixCompletionExperiment(AbstractExperiment):
                 continue
             progress.start(f"tune {m.label}", 1)
             base = m.build(info)
+            config = {
+                "knob": m.knob, "grid": GRID, "T": T, "seeds": keys, "criterion": CRITERION,
+                "learner": eqx.tree_pformat(base, short_arrays=False), "problem": eqx.tree_pformat(problem),
+            }  # fmt: skip
+            path = (
+                None
+                if out is None
+                else run_path(out / "tuning", self.name, m.label, config).with_suffix(".json")
+            )
+            if path is not None and path.exists():
+                table[m.label] = json.loads(path.read_text())
+                progress.advance(f"tune {m.label}")
+                continue
             grid = stack([scale_knob(base, m.knob, s) for s in GRID])
             traj = sweep(
                 grid, problem, T, keys, batched_learner=True, chunk_size=len(GRID) * seeds, throw=False
@@ -275,6 +290,8 @@ class MatrixCompletionExperiment(AbstractExperiment):
                 "ccv": np.where(ok, ccv, np.nan).mean(axis=1).tolist(),
                 "score": np.where(np.isfinite(score), score, np.nan).tolist(),
             }  # fmt: skip
+            if path is not None:
+                atomic_write_json(path, table[m.label])
             progress.advance(f"tune {m.label}")
         return table
 
@@ -291,7 +308,7 @@ class MatrixCompletionExperiment(AbstractExperiment):
         problem = self.make_problem(data_dir, options)
         algos = self.algorithms
         if tuning:
-            table = self.tune(problem, tune_T, tune_seeds, progress)
+            table = self.tune(problem, tune_T, tune_seeds, out, progress)
             atomic_write_json(out / "tuning.json", {
                 "experiment": self.name, "criterion": CRITERION, "T": tune_T,
                 "seeds": [TUNE_SEED_OFFSET + s for s in range(tune_seeds)], "methods": table,

@@ -1,6 +1,6 @@
 """Online job scheduling across data centres (paper 003 §6.4, Fig. 4; Yu, Neely and Wei 2017 style)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ paper-003 problems use for their comparators (per-round constrained optimum, bes
 the compiled run.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Origin-centred norm balls: :class:`L2Ball`, :class:`L1Ball` and :class:`LpBall` (``1 < p < inf``)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The box ``{x : lower <= x <= upper}``."""
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The nuclear-norm (trace-norm) ball of m x n matrices, with a warm-started Lanczos LMO."""
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " n" are not Python expressions)
+
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The (scaled, shifted) probability simplex and its capped, full-dimensional version."""
 
-# ruff: noqa: F722  (jaxtyping shape strings such as " d" are not Python expressions)
+
 
 from __future__ import annotations
 
