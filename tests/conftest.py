@@ -24,8 +24,6 @@ def data_dir() -> Path:
 # Test modules of families whose verification did not finish in the session that wrote them: they
 # run with `pytest -m unverified` and are excluded from the default run until they are checked.
 UNVERIFIED_FILES = {
-    "tests/algorithms/test_coldq.py",
-    "tests/algorithms/test_hinge_prox.py",
     "tests/algorithms/test_primal_dual.py",
     "tests/algorithms/test_tvc.py",
     "tests/algorithms/test_memory_predictions.py",
@@ -41,7 +39,7 @@ UNVERIFIED_FILES = {
     "tests/experiments/test_paper002.py",
     "tests/experiments/test_paper003.py",
 }
-UNVERIFIED_MODULES = ("_coldq", "_hinge_prox", "_primal_dual", "_tvc", "_memory_predictions", "_ofw",
+UNVERIFIED_MODULES = ("_primal_dual", "_tvc", "_memory_predictions", "_ofw",
                       "_drift_plus_penalty", "_qp", "_job_scheduling", "_matrix_completion", "_memory",
                       "_online_linear", "paper000", "paper001", "paper002", "paper003")
 

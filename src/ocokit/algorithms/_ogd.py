@@ -75,7 +75,7 @@ class OGD(AbstractLearner):
 
     def update(self, state, x, feedback):
         domain = feedback.problem.domain
-        step = self.eta if self.decay == "constant" else self.eta / jnp.sqrt(state.t)
+        step = self.eta if self.decay == "constant" else self.eta / jnp.sqrt(state.t.astype(x.dtype))
         return _OGDState(x=domain.project(x - step * feedback.grad(x)), t=state.t + 1)
 
     def diagnostics(self, state):
