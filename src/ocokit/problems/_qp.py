@@ -2,10 +2,8 @@
 
 Also home of :func:`solve_qp`, the small dense convex-QP solver (primal-dual interior point) that the
 paper-003 problems use for their comparators (per-round constrained optimum, best fixed point), inside
-the compiled run.
+the compiled run, and :func:`polygon_qp`, the exact planar version used by the QP and LP.
 """
-
-
 
 from __future__ import annotations
 
@@ -149,6 +147,35 @@ def solve_box_qp(P, q, A, b, lower, upper, **kwargs) -> Array:
     return jnp.clip(x, lower, upper)
 
 
+def polygon_qp(p: Array, q: Float[Array, " 2"], G: Float[Array, "m 2"], h: Float[Array, " m"]) -> Array:
+    """``argmin_x p/2 ||x||^2 + q^T x`` s.t. ``G x <= h`` in the plane (``p >= 0``), exactly, by enumeration.
+
+    The minimiser over a bounded nonempty polygon is, for ``p > 0`` (a projection of ``c = -q/p``), ``c``
+    itself, the projection of ``c`` onto one edge's line, or a vertex; for ``p = 0`` (a linear program) a
+    vertex. All candidates (``c``, the ``m`` line projections and the ``m (m - 1) / 2`` pairwise line
+    intersections) are computed in closed form, the infeasible ones discarded (tolerance ``1e-9``
+    relative), and the best kept. No iteration: cheap to compile, exact to rounding.
+    """
+    dtype = jnp.result_type(p, q, G, h, float)
+    G, h, q = G.astype(dtype), h.astype(dtype), q.astype(dtype)
+    m = h.shape[0]
+    positive = p > 0
+    c = -q / jnp.where(positive, p, 1.0)
+    norms = jnp.sum(G * G, axis=1)
+    on_lines = c[None, :] - ((G @ c - h) / jnp.where(norms > 0, norms, 1.0))[:, None] * G
+    i, j = jnp.triu_indices(m, k=1)
+    det = G[i, 0] * G[j, 1] - G[i, 1] * G[j, 0]
+    ok = jnp.abs(det) > 1e-12 * jnp.sqrt(norms[i] * norms[j])
+    safe = jnp.where(ok, det, 1.0)
+    vertices = jnp.stack([(h[i] * G[j, 1] - h[j] * G[i, 1]) / safe, (G[i, 0] * h[j] - G[j, 0] * h[i]) / safe], 1)
+    candidates = jnp.concatenate([c[None, :], on_lines, vertices])
+    usable = jnp.concatenate([positive[None], jnp.broadcast_to(positive, (m,)) & (norms > 0), ok])
+    slack = 1e-9 * (1.0 + jnp.abs(h))
+    feasible = usable & jnp.all(candidates @ G.T <= h + slack, axis=1)
+    values = 0.5 * p * jnp.sum(candidates**2, axis=1) + candidates @ q
+    return candidates[jnp.argmin(jnp.where(feasible, values, jnp.inf))]
+
+
 def all_rounds(problem: AbstractProblem, episode, env_key, T: int):
     """Round data of every round ``1..T`` stacked on a leading axis (for offline comparators)."""
     ts = jnp.arange(1, T + 1, dtype=jnp.int32)
@@ -205,16 +232,21 @@ class _AbstractFixedConstraintProgram(AbstractProblem):
 
     @abc.abstractmethod
     def _quadratic(self, theta: Array, rounds: Array | int) -> tuple[Array, Array]:
-        """``(P, q)`` of ``sum_t f_t(x) = 1/2 x'Px + q'x + const`` for ``theta = sum_t theta_t``."""
+        """``(p, q)`` of ``sum_t f_t(x) = p/2 ||x||^2 + q'x + const`` for ``theta = sum_t theta_t``."""
+
+    def _minimise(self, p, q, A, b):
+        G, h = _box_rows(self.domain.lower, self.domain.upper)
+        x = polygon_qp(p, q, jnp.concatenate([A, G]), jnp.concatenate([b, h]))
+        return jnp.clip(x, self.domain.lower, self.domain.upper)
 
     def round_optimum(self, data):
-        P, q = self._quadratic(data["theta"], 1)
-        return solve_box_qp(P, q, data["A"], data["b"], self.domain.lower, self.domain.upper)
+        p, q = self._quadratic(data["theta"], 1)
+        return self._minimise(p, q, data["A"], data["b"])
 
     def best_fixed(self, episode, env_key, T):
         data = all_rounds(self, episode, env_key, T)
-        P, q = self._quadratic(data["theta"].sum(axis=0), T)
-        return solve_box_qp(P / T, q / T, episode["A"], episode["b"], self.domain.lower, self.domain.upper)
+        p, q = self._quadratic(data["theta"].sum(axis=0), T)
+        return self._minimise(p / T, q / T, episode["A"], episode["b"])
 
     def _theta_bound(self) -> float:
         return 2**0.5 * (self.horizon**0.1 + 2.0)
@@ -234,7 +266,8 @@ class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
 
     ``A`` (entries ``U(0.1, 0.5)``, 3 x 2) and ``b`` (``U(0, 0.3)``) are drawn once per episode; ``0`` is
     always feasible. Comparators: ``round_optimum`` (a 2-variable QP per round) and ``best_fixed`` (the
-    QP of the aggregated loss ``T ||x||^2 + 18 <sum_t theta_t, x>``), both by :func:`solve_qp`.
+    QP of the aggregated loss ``T ||x||^2 + 18 <sum_t theta_t, x>``), both exact by
+    :func:`polygon_qp` (enumeration of the polygon's candidate points).
 
     Args:
         horizon: the T the constants (gradient bound) are computed for (the paper's 5000); the run's
@@ -265,8 +298,7 @@ class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
         return jnp.dot(d, d) + 20.0 * jnp.dot(theta, x)
 
     def _quadratic(self, theta, rounds):
-        eye = jnp.eye(2, dtype=jnp.result_type(theta, float))
-        return 2.0 * rounds * eye, 18.0 * theta
+        return jnp.asarray(2.0 * rounds, jnp.result_type(theta, float)), 18.0 * theta
 
     def constants(self) -> ProblemConstants:
         th = self._theta_bound()
@@ -313,7 +345,7 @@ class OnlineLinearProgram(_AbstractFixedConstraintProgram):
 
     def _quadratic(self, theta, rounds):
         del rounds
-        return jnp.zeros((2, 2), jnp.result_type(theta, float)), theta
+        return jnp.zeros((), jnp.result_type(theta, float)), theta
 
     def constants(self) -> ProblemConstants:
         th = self._theta_bound()
