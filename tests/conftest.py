@@ -27,21 +27,17 @@ UNVERIFIED_FILES = {
     "tests/algorithms/test_primal_dual.py",
     "tests/algorithms/test_tvc.py",
     "tests/algorithms/test_memory_predictions.py",
-    "tests/algorithms/test_ofw.py",
-    "tests/algorithms/test_drift_plus_penalty.py",
     "tests/problems/test_paper003_problems.py",
     "tests/problems/test_matrix_completion.py",
     "tests/problems/test_memory.py",
-    "tests/problems/test_online_linear.py",
     "tests/test_smoothing.py",
     "tests/experiments/test_paper000.py",
-    "tests/experiments/test_paper001.py",
     "tests/experiments/test_paper002.py",
     "tests/experiments/test_paper003.py",
 }
-UNVERIFIED_MODULES = ("_primal_dual", "_tvc", "_memory_predictions", "_ofw",
-                      "_drift_plus_penalty", "_qp", "_job_scheduling", "_matrix_completion", "_memory",
-                      "_online_linear", "paper000", "paper001", "paper002", "paper003")
+UNVERIFIED_MODULES = ("_primal_dual", "_tvc", "_memory_predictions",
+                      "_qp", "_job_scheduling", "_matrix_completion", "_memory",
+                      "paper000", "paper002", "paper003")
 
 
 def _unverified_param(item) -> bool:
