@@ -37,9 +37,7 @@ def fixed_problem(seed=0, b_shift=0.0, domain=None):
         "b": np.asarray(jax.random.uniform(k[3], (T, N))) + b_shift,
     }
     domain = domain or Box(-1.0, 2.0, dim=DIM)
-    problem = CustomProblem(
-        domain=domain, loss=_loss, constraints=_constraints, data=jax.tree.map(jnp.asarray, data)
-    )
+    problem = CustomProblem(domain=domain, loss=_loss, constraints=_constraints, data=jax.tree.map(jnp.asarray, data))
     return problem, data
 
 

@@ -50,9 +50,7 @@ def test_theorem_bounds_match_the_spec_arithmetic():
     unit = OnlineLinear(L2Ball(5, radius=1.0), drift=0.5, noise=0.5)
     assert paper001.theorem_bound("OFW-LS", unit, 1000) == pytest.approx(10175, rel=1e-3)
     assert paper001.theorem_bound("OFW", unit, 1000) == pytest.approx(8 * 2 * 1 * 1000**0.75)
-    assert (
-        paper001.theorem_bound("OFW-LS", OnlineLinear(L1Ball(5)), 1000) is None
-    )  # not a strongly convex set
+    assert paper001.theorem_bound("OFW-LS", OnlineLinear(L1Ball(5)), 1000) is None  # not a strongly convex set
     quad = OnlineQuadratic(L1Ball(5, radius=1.0), lam=1.0, offset=2.0, noise=1.0)
     G, D = quad.constants().grad_bound, 2.0
     C = 16 * (G + D) ** 2

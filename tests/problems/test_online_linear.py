@@ -72,9 +72,7 @@ def test_best_fixed_accepts_a_traced_horizon():
 def _round_checks(problem, key, directions):
     """Rounds 1..5: f_t(round_optimum) - min over points of K, and max ||grad f_t|| over those points."""
     episode = problem.episode(key, T)
-    points = jnp.concatenate(
-        [jax.vmap(problem.domain.project)(directions), jax.vmap(problem.domain.lmo)(directions)]
-    )
+    points = jnp.concatenate([jax.vmap(problem.domain.project)(directions), jax.vmap(problem.domain.lmo)(directions)])
 
     def one(t):
         data = problem.round_data(episode, jax.random.fold_in(key, t), t)

@@ -327,8 +327,7 @@ class SCOFW(AbstractLearner):
             lam = float(info.constants.strong_convexity)
             if not (math.isfinite(lam) and lam > 0):
                 raise ValueError(
-                    "SCOFW.from_theory needs strongly convex losses (constants.strong_convexity > 0), "
-                    f"got {lam}"
+                    f"SCOFW.from_theory needs strongly convex losses (constants.strong_convexity > 0), got {lam}"
                 )
         return cls(lam=lam)
 

@@ -257,15 +257,11 @@ CLAIMS = (
     ),
     Claim(
         "classic OFW: regret O(T^{3/4}) on every set (Hazan 2016, as recalled in 001)",
-        lambda s: _all(
-            s, [_at_most(label("OFW", _S[k]), 3 / 4) for k in ("l2-linear", "lp-linear", "l1-linear")]
-        ),
+        lambda s: _all(s, [_at_most(label("OFW", _S[k]), 3 / 4) for k in ("l2-linear", "lp-linear", "l1-linear")]),
     ),
     Claim(
         "with the theorems' parameters, over strongly convex sets exponent(OFW-LS) < exponent(OFW)",
-        lambda s: _all(
-            s, [_below(label("OFW-LS", _S[k]), label("OFW", _S[k])) for k in ("l2-linear", "lp-linear")]
-        ),
+        lambda s: _all(s, [_below(label("OFW-LS", _S[k]), label("OFW", _S[k])) for k in ("l2-linear", "lp-linear")]),
     ),
     Claim(
         "every regret stays below its theorem's explicit bound (001 Thms 1-3; Hazan 2016 Thm 7.3)",
@@ -316,9 +312,7 @@ class StronglyConvexSets(AbstractExperiment):
     title = "Regret exponents of projection-free OFW over strongly convex sets"
     algorithms = (
         Algorithm("OFW-LS", OFWLineSearch.from_theory, "paper 001 Algorithm 1, eta = D / (2 G (T+2)^{2/3})"),
-        Algorithm(
-            "OFW", OFW.from_theory, "Hazan-Kale OFW, eta = D / (2 G T^{3/4}), sigma_t = min(1, 2/sqrt t)"
-        ),
+        Algorithm("OFW", OFW.from_theory, "Hazan-Kale OFW, eta = D / (2 G T^{3/4}), sigma_t = min(1, 2/sqrt t)"),
         Algorithm(
             "OFW, Thm-1 eta",
             _ofw_with_thm1_eta,
@@ -355,9 +349,7 @@ class StronglyConvexSets(AbstractExperiment):
                     "horizons": grid,
                     "dim": opts["dim"],
                 }
-                paths = {
-                    s: run_path(out, NAME, f"{algo}-{setting.key}", {**base, "seed": s}) for s in range(seeds)
-                }
+                paths = {s: run_path(out, NAME, f"{algo}-{setting.key}", {**base, "seed": s}) for s in range(seeds)}
                 missing = [s for s, p in paths.items() if not p.exists()]
                 skipped += seeds - len(missing)
                 task = label(algo, setting)

@@ -99,9 +99,7 @@ class OnlineLinear(AbstractProblem):
 
     def constants(self) -> ProblemConstants:
         G = self.drift + self.noise
-        return ProblemConstants(
-            grad_bound=G, loss_bound=G * self.radius_bound, strong_convexity=0.0, smoothness=0.0
-        )
+        return ProblemConstants(grad_bound=G, loss_bound=G * self.radius_bound, strong_convexity=0.0, smoothness=0.0)
 
     def best_fixed(self, episode, env_key, T) -> Array:
         return self.domain.lmo(_sum_over_rounds(self, episode, env_key, T, "theta"))
