@@ -42,10 +42,9 @@ def test_run_then_skip_then_plot_and_report(tmp_path):
     assert "final values" in runner.invoke(cli.app, ["report", str(out)]).output
 
 
-def test_list_names_every_experiment():
-    from ocokit import experiments
-
-    result = runner.invoke(cli.app, ["list"], env={"COLUMNS": "400"})
+def test_list_names_every_experiment(monkeypatch):
+    monkeypatch.setattr(cli.console, "width", 400)
+    result = runner.invoke(cli.app, ["list"])
     assert result.exit_code == 0
     for name in experiments.names():
         assert name in result.output

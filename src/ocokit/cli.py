@@ -100,7 +100,8 @@ def list_experiments() -> None:
     """List the registered experiments and the algorithms each compares."""
     E = _experiments()
     table = Table(title="ocokit experiments")
-    for col in ("name", "paper", "what", "algorithms", "default T", "seeds"):
+    table.add_column("name", no_wrap=True, min_width=max(len(n) for n in E.names()))
+    for col in ("paper", "what", "algorithms", "default T", "seeds"):
         table.add_column(col)
     for name in E.names():
         exp = E.get(name)
