@@ -62,10 +62,26 @@ def test_sweep_over_a_stacked_grid():
     etas = [0.005, 0.01, 0.03]
     grid = ocokit.stack([OGD(eta=e) for e in etas])
     out = ocokit.sweep(grid, problem, 12, 2, batched_learner=True, chunk_size=4)
-    assert out.loss.shape == (3, 2, 12)
+    assert out.loss.shape == (3, 2, 12) and out.first_bad_round.shape == (3, 2)
     for b, e in enumerate(etas):
         for s in range(2):
-            np.testing.assert_allclose(out.loss[b, s], ocokit.run(OGD(eta=e), problem, 12, s).loss, rtol=1e-12)
+            single = ocokit.run(OGD(eta=e), problem, 12, s)
+            np.testing.assert_allclose(out.loss[b, s], single.loss, rtol=1e-12)
+            np.testing.assert_allclose(out.constraints[b, s], single.constraints, rtol=1e-12, atol=1e-14)
+            # the environment is computed once per seed and shared by the grid
+            np.testing.assert_allclose(out.comparator_loss[b, s], single.comparator_loss, rtol=1e-12)
+            np.testing.assert_allclose(out.optimum_loss[b, s], single.optimum_loss, rtol=1e-12)
+
+
+def test_comparators_can_be_skipped():
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.01)
+    full = ocokit.run(learner, problem, 10, 3)
+    bare = ocokit.run(learner, problem, 10, 3, comparators=False)
+    assert full.comparator_loss is not None and full.optimum_loss is not None
+    assert bare.comparator_loss is None and bare.optimum_loss is None
+    np.testing.assert_allclose(bare.loss, full.loss, rtol=1e-12)  # the same game, compiled differently
+    swept = ocokit.sweep(learner, problem, 10, 2, comparators=False)
+    assert swept.optimum_loss is None and swept.loss.shape == (2, 10)
 
 
 def test_stack_rejects_different_static_fields():
@@ -177,3 +193,18 @@ def test_memory_window_is_passed_oldest_first():
     # before round 1 the window is filled with x_1; then (x_{t-1}, x_t)
     expected = [0.1 - 0.2, 0.1 - 0.4, 0.2 - 0.6, 0.3 - 0.8]
     np.testing.assert_allclose(traj.loss, expected, rtol=1e-12)
+
+
+def test_comparators_computed_once_then_attached_equal_the_runs_own():
+    problem = TimeVaryingRegression()
+    env = ocokit.comparators(problem, 10, [4, 5], chunk_size=1)
+    assert set(env) == {"comparator_loss", "optimum_loss"} and env["optimum_loss"].shape == (2, 10)
+    grid = ocokit.stack([OGD(eta=0.01), OGD(eta=0.03)])
+    bare = ocokit.sweep(grid, problem, 10, [4, 5], batched_learner=True, comparators=False)
+    attached = ocokit.with_comparators(bare, env)
+    for s, seed in enumerate([4, 5]):
+        own = ocokit.run(OGD(eta=0.03), problem, 10, seed)
+        np.testing.assert_allclose(attached.comparator_loss[1, s], own.comparator_loss, rtol=1e-12)
+        np.testing.assert_allclose(attached.optimum_loss[1, s], own.optimum_loss, rtol=1e-12)
+    with pytest.raises(ValueError, match="unknown comparator entries"):
+        ocokit.with_comparators(bare, {"regret": env["optimum_loss"]})

@@ -17,9 +17,11 @@ from ocokit import sets as sets
 from ocokit.engine import NonFiniteError as NonFiniteError
 from ocokit.engine import Session as Session
 from ocokit.engine import Trajectory as Trajectory
+from ocokit.engine import comparators as comparators
 from ocokit.engine import run as run
 from ocokit.engine import stack as stack
 from ocokit.engine import sweep as sweep
+from ocokit.engine import with_comparators as with_comparators
 
 __version__ = "0.1.0"
 
@@ -29,6 +31,7 @@ __all__ = [
     "Trajectory",
     "__version__",
     "algorithms",
+    "comparators",
     "datasets",
     "feedback",
     "metrics",
@@ -37,4 +40,5 @@ __all__ = [
     "sets",
     "stack",
     "sweep",
+    "with_comparators",
 ]

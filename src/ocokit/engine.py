@@ -104,56 +104,155 @@ def _before_round_one(learner: AbstractLearner, problem: AbstractProblem, state,
     return learner.prepare(state, feedback)
 
 
-def _run(learner: AbstractLearner, problem: AbstractProblem, T: int, key: PRNGKeyArray, record_decisions: bool):
+def _comparator_losses(problem: AbstractProblem, data, x_star, h: int, comparators: bool) -> dict[str, Array]:
+    """Round data's losses at the best fixed point and at the round's own constrained optimum."""
+    env = {}
+    if x_star is not None:
+        env["comparator_loss"] = problem.loss(data, jnp.repeat(x_star[None], h, axis=0) if h > 1 else x_star)
+    x_opt = problem.round_optimum(data) if comparators else None
+    if x_opt is not None:
+        env["optimum_loss"] = problem.loss(data, x_opt)
+    return env
+
+
+def _comparators_one(problem: AbstractProblem, T: int, key: PRNGKeyArray) -> dict[str, Array]:
+    env_key, _ = split_key(key)
+    episode = problem.episode(env_key, T)
+    x_star = problem.best_fixed(episode, env_key, T)
+    h = problem.memory()
+
+    def body(_, t):
+        data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+        return None, _comparator_losses(problem, data, x_star, h, True)
+
+    return jax.lax.scan(body, None, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
+
+
+@eqx.filter_jit
+def _comparators_chunk(problem, T, keys):
+    return jax.vmap(lambda key: _comparators_one(problem, T, key))(keys)
+
+
+def comparators(
+    problem: AbstractProblem, T: int, keys: PRNGKeyArray | Sequence[int] | int, *, chunk_size: int = 64
+) -> dict[str, Array]:
+    """The comparators' per-round losses of S seeds' games, without playing any learner.
+
+    What :func:`run` and :func:`sweep` compute with ``comparators=True`` (they depend on the seed only):
+    compute them once with this function, run every learner with ``comparators=False``, and attach them
+    with :func:`with_comparators`. An experiment comparing several learners on costly comparators (a QP
+    per round) saves all but one of those solves.
+
+    Returns:
+        ``{"comparator_loss": (S, T), "optimum_loss": (S, T)}``, each present only if the problem defines
+        that comparator (``best_fixed``, ``round_optimum``).
+
+    Example:
+        >>> import ocokit
+        >>> problem, learner = ocokit.problems.TimeVaryingRegression(), ocokit.algorithms.OGD(eta=0.01)
+        >>> env = ocokit.comparators(problem, 20, 3)
+        >>> traj = ocokit.with_comparators(ocokit.sweep(learner, problem, 20, 3, comparators=False), env)
+        >>> traj.optimum_loss.shape
+        (3, 20)
+    """
+    _checks.positive_int("T", T)
+    _checks.positive_int("chunk_size", chunk_size)
+    keys = _as_keys(keys)
+    S = keys.shape[0]
+    size = min(chunk_size, S)
+    pieces = []
+    for start in range(0, S, size):
+        idx = np.arange(start, start + size) % S
+        keep = min(size, S - start)
+        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], _comparators_chunk(problem, T, keys[idx])))
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
+
+
+def with_comparators(traj: Trajectory, env: dict[str, Array]) -> Trajectory:
+    """``traj`` with the comparator losses of :func:`comparators` (broadcast over any grid axis)."""
+    fields = ("comparator_loss", "optimum_loss")
+    unknown = set(env) - set(fields)
+    if unknown:
+        raise ValueError(f"unknown comparator entries {sorted(unknown)}; expected some of {fields}")
+    values = {k: jnp.broadcast_to(env[k], traj.loss.shape) if k in env else None for k in fields}
+    return eqx.tree_at(
+        lambda tr: (tr.comparator_loss, tr.optimum_loss),
+        traj,
+        (values["comparator_loss"], values["optimum_loss"]),
+        is_leaf=lambda x: x is None,
+    )
+
+
+def _run(
+    learner: AbstractLearner,
+    problem: AbstractProblem,
+    T: int,
+    key: PRNGKeyArray,
+    record_decisions: bool,
+    comparators: bool = True,
+    grid: bool = False,
+):
+    """One game of T rounds; with ``grid=True`` a whole stacked grid of learners plays the same game.
+
+    The environment's work (drawing round data, the comparators) is done once per round and shared by
+    every learner of the grid; only the learners' own steps are vmapped over the grid axis.
+    """
     env_key, learner_key = split_key(key)
     info = ProblemInfo.of(problem, T)
     h = info.memory
+    kind = type(learner).feedback
     episode = problem.episode(env_key, T)
-    x_star = problem.best_fixed(episode, env_key, T)
-    state = _before_round_one(learner, problem, learner.init(info, learner_key), episode, env_key)
-    x0 = learner.decide(state)
-    history = _initial_history(problem, x0, h)
+    x_star = problem.best_fixed(episode, env_key, T) if comparators else None
+    params, static = eqx.partition(learner, eqx.is_array)
 
-    def as_loss_argument(window, x):
-        return window if h > 1 else x
+    def each(fn, *batched):
+        """``fn(learner, *batched)`` for the learner, or for every learner of the grid."""
+        if not grid:
+            return fn(learner, *batched)
+        return jax.vmap(lambda p, *b: fn(eqx.combine(p, static), *b))(params, *batched)
 
-    def body(carry, t):
+    def start(lrn):
+        state = _before_round_one(lrn, problem, lrn.init(info, learner_key), episode, env_key)
+        return state, _initial_history(problem, lrn.decide(state), h)
+
+    def play(lrn, carry, data, t):
+        """One learner's round ``t``: decide, suffer, observe, update."""
         state, history, bad_round, bad_what = carry
-        x = learner.decide(state)
-        data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+        x = lrn.decide(state)
         window = _window(history, x) if h > 1 else None
-        loss = problem.loss(data, as_loss_argument(window, x))
+        loss = problem.loss(data, window if h > 1 else x)
         cons = jnp.atleast_1d(problem.constraints(data, x)).reshape(problem.num_constraints)
-        feedback = make_feedback(
-            type(learner).feedback, problem, data, loss, cons, episode=episode, env_key=env_key, t=t
-        )
-        new_state = learner.update(state, x, feedback)
-        out = {"loss": loss, "constraints": cons, "diagnostics": learner.diagnostics(new_state)}
-        if x_star is not None:
-            star_arg = jnp.repeat(x_star[None], h, axis=0) if h > 1 else x_star
-            out["comparator_loss"] = problem.loss(data, star_arg)
-        x_opt = problem.round_optimum(data)
-        if x_opt is not None:
-            out["optimum_loss"] = problem.loss(data, x_opt)
+        feedback = make_feedback(kind, problem, data, loss, cons, episode=episode, env_key=env_key, t=t)
+        new_state = lrn.update(state, x, feedback)
+        out = {"loss": loss, "constraints": cons, "diagnostics": lrn.diagnostics(new_state)}
         if record_decisions:
             out["decision"] = x
         finite = jnp.stack([jnp.isfinite(loss), jnp.all(jnp.isfinite(cons)), jnp.all(jnp.isfinite(x))])
-        first_new = bad_round < 0
-        is_bad = ~jnp.all(finite)
-        bad_what = jnp.where(first_new & is_bad, jnp.argmin(finite).astype(jnp.int32), bad_what)
-        bad_round = jnp.where(first_new & is_bad, t, bad_round)
+        is_new_bad = (bad_round < 0) & ~jnp.all(finite)
+        bad_what = jnp.where(is_new_bad, jnp.argmin(finite).astype(jnp.int32), bad_what)
+        bad_round = jnp.where(is_new_bad, t, bad_round)
         return (new_state, window if h > 1 else history, bad_round, bad_what), out
 
-    minus_one = jnp.asarray(-1, dtype=jnp.int32)
+    def body(carry, t):
+        data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+        carry, out = each(lambda lrn, c: play(lrn, c, data, t), carry)
+        return carry, (out, _comparator_losses(problem, data, x_star, h, comparators))
+
+    state, history = each(start)
+    minus_one = jnp.full((_batched(learner),) if grid else (), -1, dtype=jnp.int32)
     carry0 = (state, history, minus_one, minus_one)
     ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-    (_, _, bad_round, bad_what), out = jax.lax.scan(body, carry0, ts)
+    (_, _, bad_round, bad_what), (out, env) = jax.lax.scan(body, carry0, ts)
+    if grid:  # scan stacks rounds first: put the grid axis first, and give every learner the comparators
+        B = bad_round.shape[0]
+        out = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), out)
+        env = jax.tree.map(lambda a: jnp.broadcast_to(a, (B, *a.shape)), env)
     return Trajectory(
         loss=out["loss"],
         constraints=out["constraints"],
         diagnostics=out["diagnostics"],
-        comparator_loss=out.get("comparator_loss"),
-        optimum_loss=out.get("optimum_loss"),
+        comparator_loss=env.get("comparator_loss"),
+        optimum_loss=env.get("optimum_loss"),
         decisions=out.get("decision"),
         first_bad_round=bad_round,
         bad_quantity=bad_what,
@@ -183,6 +282,7 @@ def run(
     key: PRNGKeyArray | int = 0,
     *,
     record_decisions: bool = False,
+    comparators: bool = True,
     throw: bool = True,
 ) -> Trajectory:
     """Play ``T`` rounds of ``learner`` against ``problem`` in one compiled ``lax.scan``.
@@ -193,6 +293,9 @@ def run(
         T: number of rounds, ``>= 1`` (static: a new T compiles anew).
         key: a PRNG key or an integer seed; the same key gives the same rounds to every learner.
         record_decisions: also return every decision ``x_t`` (memory ``T * dim``).
+        comparators: compute the best fixed point and the per-round optimum (``comparator_loss``,
+            ``optimum_loss``: static and dynamic regret). ``False`` skips that work, which for problems
+            whose comparators are solved numerically can cost more than the learner itself.
         throw: raise :class:`NonFiniteError` naming the round if anything becomes non-finite; with
             ``False`` the trajectory is returned and ``first_bad_round`` tells.
 
@@ -208,7 +311,7 @@ def run(
     """
     _check_compatible(learner, problem, T)
     key = jax.random.PRNGKey(key) if isinstance(key, int) else key
-    traj = _run_jit(learner, problem, T, key, record_decisions)
+    traj = _run_jit(learner, problem, T, key, record_decisions, comparators)
     if throw:
         _raise_if_bad(traj)
     return traj
@@ -229,6 +332,16 @@ def stack(learners: Sequence[AbstractLearner]) -> AbstractLearner:
     return eqx.combine(jax.tree.map(lambda *xs: jnp.stack(xs), *arrays), static)
 
 
+def _as_keys(keys: PRNGKeyArray | Sequence[int] | int) -> PRNGKeyArray:
+    """A batch of PRNG keys from a count S (seeds ``0..S-1``), a list of seeds, or keys."""
+    if isinstance(keys, int):
+        _checks.positive_int("keys", keys)
+        keys = list(range(keys))
+    if isinstance(keys, list | tuple | range):
+        keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in keys])
+    return keys
+
+
 def _batched(learner: AbstractLearner) -> int | None:
     leaves = jax.tree.leaves(eqx.filter(learner, eqx.is_array))
     sizes = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
@@ -244,9 +357,14 @@ def sweep(
     batched_learner: bool = False,
     chunk_size: int = 64,
     record_decisions: bool = False,
+    comparators: bool = True,
     throw: bool = True,
 ) -> Trajectory:
     """Many runs of the same compiled code, vmapped: over seeds, and over a learner grid.
+
+    Each seed's environment (round data, comparators) is computed once and shared by every learner of a
+    grid, so a grid of B learners costs far less than B independent sweeps when drawing the rounds is
+    expensive.
 
     Args:
         learner: a learner, or with ``batched_learner=True`` a stack of B learners (:func:`stack`).
@@ -254,9 +372,9 @@ def sweep(
         T: number of rounds.
         keys: S seeds: an int (seeds ``0..S-1``), a list of ints, or a batch of PRNG keys.
         batched_learner: whether ``learner`` carries a leading grid axis of size B.
-        chunk_size: at most this many runs are vmapped at once (bounded memory); the last chunk is padded
-            to the same size so nothing recompiles.
-        record_decisions, throw: as in :func:`run`.
+        chunk_size: about this many runs (seeds times grid points, at least one seed) are vmapped at once
+            (bounded memory); the last chunk is padded to the same size so nothing recompiles.
+        record_decisions, comparators, throw: as in :func:`run`.
 
     Returns:
         A :class:`Trajectory` with leading axes ``(S, ...)``, or ``(B, S, ...)`` for a batched learner.
@@ -264,47 +382,32 @@ def sweep(
     """
     _check_compatible(learner, problem, T)
     _checks.positive_int("chunk_size", chunk_size)
-    if isinstance(keys, int):
-        _checks.positive_int("keys", keys)
-        keys = list(range(keys))
-    if isinstance(keys, list | tuple | range):
-        keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in keys])
+    keys = _as_keys(keys)
     S = keys.shape[0]
+    per_chunk = chunk_size
     if batched_learner:
         B = _batched(learner)
         if B is None or B < 1:
             raise ValueError("batched_learner=True needs learner leaves with one shared leading axis (see stack)")
-        params, static = eqx.partition(learner, eqx.is_array)
-        flat_params = jax.tree.map(lambda p: jnp.repeat(p, S, axis=0), params)
-        flat_keys = jnp.tile(keys, (B, 1))
-    else:
-        B = None
-        params, static = eqx.partition(learner, eqx.is_array)
-        flat_params = jax.tree.map(lambda p: jnp.broadcast_to(p, (S, *p.shape)), params)
-        flat_keys = keys
-    n = flat_keys.shape[0]
-    size = min(chunk_size, n)
+        per_chunk = max(1, chunk_size // B)
+    size = min(per_chunk, S)
     pieces = []
-    for start in range(0, n, size):
-        idx = np.arange(start, start + size) % n  # pad the last chunk by wrapping around
-        chunk_params = jax.tree.map(lambda p, i=idx: p[i], flat_params)
-        out = _sweep_chunk(chunk_params, static, problem, T, flat_keys[idx], record_decisions)
-        keep = min(size, n - start)
+    for start in range(0, S, size):
+        idx = np.arange(start, start + size) % S  # pad the last chunk by wrapping around
+        out = _sweep_chunk(learner, problem, T, keys[idx], record_decisions, comparators, batched_learner)
+        keep = min(size, S - start)
         pieces.append(jax.tree.map(lambda a, k=keep: a[:k], out))
     traj = jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
-    if B is not None:
-        traj = jax.tree.map(lambda a: a.reshape(B, S, *a.shape[1:]), traj)
+    if batched_learner:  # (S, B, ...) -> (B, S, ...)
+        traj = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), traj)
     if throw:
         _raise_if_bad(traj)
     return traj
 
 
 @eqx.filter_jit
-def _sweep_chunk(params, static, problem, T, keys, record_decisions):
-    def one(p, key):
-        return _run(eqx.combine(p, static), problem, T, key, record_decisions)
-
-    return jax.vmap(one)(params, keys)
+def _sweep_chunk(learner, problem, T, keys, record_decisions, comparators, grid):
+    return jax.vmap(lambda key: _run(learner, problem, T, key, record_decisions, comparators, grid))(keys)
 
 
 class Session:

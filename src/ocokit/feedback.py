@@ -48,37 +48,30 @@ ZEROTH_ORDER = FeedbackKind.ZEROTH_ORDER
 PREDICTIONS = FeedbackKind.PREDICTIONS
 
 
-class ZerothOrder(eqx.Module):
+class _RoundFunctions(eqx.Module):
+    """Round t's data with its problem: ``f_t`` and ``g_t`` evaluable anywhere."""
+
+    problem: AbstractProblem
+    data: Any
+
+    def loss(self, x: Float[Array, "..."]) -> Float[Array, ""]:
+        """``f_t(x)``."""
+        return self.problem.loss(self.data, x)
+
+    def constraints(self, x: Float[Array, "..."]) -> Float[Array, " N"]:
+        """``g_t(x)``."""
+        return self.problem.constraints(self.data, x)
+
+
+class ZerothOrder(_RoundFunctions):
     """Values of round t's loss and constraints at any query point (no gradients).
 
     For a problem with memory, ``loss`` takes the stacked window of the last h decisions.
     """
 
-    problem: AbstractProblem
-    data: Any
 
-    def loss(self, x: Float[Array, "..."]) -> Float[Array, ""]:
-        """``f_t(x)``."""
-        return self.problem.loss(self.data, x)
-
-    def constraints(self, x: Float[Array, "..."]) -> Float[Array, " N"]:
-        """``g_t(x)``."""
-        return self.problem.constraints(self.data, x)
-
-
-class FullInformation(eqx.Module):
+class FullInformation(_RoundFunctions):
     """Round t's loss and constraints as functions: values, gradients and Jacobians anywhere."""
-
-    problem: AbstractProblem
-    data: Any
-
-    def loss(self, x: Float[Array, "..."]) -> Float[Array, ""]:
-        """``f_t(x)``."""
-        return self.problem.loss(self.data, x)
-
-    def constraints(self, x: Float[Array, "..."]) -> Float[Array, " N"]:
-        """``g_t(x)``."""
-        return self.problem.constraints(self.data, x)
 
     def grad(self, x: Float[Array, "..."]) -> Float[Array, "..."]:
         """``grad f_t(x)``."""
@@ -250,8 +243,20 @@ def one_point_sphere_estimate(
     return (u.size / delta) * value * u
 
 
+def two_point_quotient(plus: Array, minus: Array, delta: Array) -> Array:
+    """The central difference quotient ``(f(x + delta u) - f(x - delta u)) / (2 delta)`` from the two values.
+
+    The scalar that multiplies the direction in :func:`two_point_estimate`, for callers that evaluate the
+    two query points themselves (e.g. in one batched oracle call).
+    """
+    return (plus - minus) / (2.0 * delta)
+
+
 def two_point_estimate(
-    loss: Callable[[Array], Array], x: Float[Array, "..."], u: Float[Array, "..."], delta: Float[Array, ""],
+    loss: Callable[[Array], Array],
+    x: Float[Array, "..."],
+    u: Float[Array, "..."],
+    delta: Float[Array, ""],
     scale: Float[Array, ""] | float = 1.0,
 ) -> Float[Array, "..."]:
     """Symmetric two-point estimator ``scale (f(x + delta u) - f(x - delta u)) / (2 delta) u``.
@@ -259,7 +264,7 @@ def two_point_estimate(
     With ``u`` uniform on the sphere use ``scale = n``; with Gaussian-type smoothing directions
     (``sample_direction``) use ``scale = 1`` (Nesterov and Spokoiny 2017).
     """
-    return scale * (loss(x + delta * u) - loss(x - delta * u)) / (2.0 * delta) * u
+    return scale * two_point_quotient(loss(x + delta * u), loss(x - delta * u), delta) * u
 
 
 SMOOTHING_LAWS = ("gaussian", "rademacher", "sphere", "truncated_gaussian")
@@ -304,9 +309,7 @@ def truncated_gaussian_moments(half_width: Any) -> tuple[Array, Array, Array]:
     return kappa, second, fourth
 
 
-def sample_truncated_gaussian(
-    key: PRNGKeyArray, shape: tuple[int, ...], half_width: Any, dtype: Any = None
-) -> Array:
+def sample_truncated_gaussian(key: PRNGKeyArray, shape: tuple[int, ...], half_width: Any, dtype: Any = None) -> Array:
     """Independent N(0, 1) coordinates truncated to ``[-a, a]``, by inverse CDF (exact for any ``a > 0``).
 
     ``u_i = Phi^{-1}(Phi(-a) + U_i (Phi(a) - Phi(-a)))`` with ``U_i`` uniform on (0, 1) (paper 002,

@@ -94,7 +94,28 @@ def _fw_diagnostics(state) -> dict[str, Array]:
     }
 
 
-class OFW(AbstractLearner):
+class _AbstractOFW(AbstractLearner):
+    """What OFW and OFW with line search share: the state, its start at ``x_1 = K.center()``, the test case."""
+
+    @classmethod
+    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
+        from ocokit.problems import OnlineLinear
+        from ocokit.sets import Box
+
+        return [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
+
+    def init(self, info, key):
+        del key
+        return _ofw_init(info)
+
+    def decide(self, state):
+        return state.x
+
+    def diagnostics(self, state):
+        return _fw_diagnostics(state)
+
+
+class OFW(_AbstractOFW):
     """OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
 
     Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
@@ -158,30 +179,13 @@ class OFW(AbstractLearner):
             eta = D / (2.0 * G * info.horizon**0.75)
         return cls(eta=eta, sigma0=sigma0, surrogate=surrogate)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import OnlineLinear
-        from ocokit.sets import Box
-
-        return [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
-
-    def init(self, info, key):
-        del key
-        return _ofw_init(info)
-
-    def decide(self, state):
-        return state.x
-
     def update(self, state, x, feedback):
         t = (state.t + 1).astype(x.dtype)
         sigma = jnp.minimum(1.0, self.sigma0 / jnp.sqrt(t))
         return _ofw_update(state, x, feedback, self.eta, sigma=sigma, lagged=self.surrogate == "previous")
 
-    def diagnostics(self, state):
-        return _fw_diagnostics(state)
 
-
-class OFWLineSearch(AbstractLearner):
+class OFWLineSearch(_AbstractOFW):
     """OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
 
     Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
@@ -235,25 +239,8 @@ class OFWLineSearch(AbstractLearner):
             eta = D / (2.0 * G * (info.horizon + 2) ** (2.0 / 3.0))
         return cls(eta=eta)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import OnlineLinear
-        from ocokit.sets import Box
-
-        return [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
-
-    def init(self, info, key):
-        del key
-        return _ofw_init(info)
-
-    def decide(self, state):
-        return state.x
-
     def update(self, state, x, feedback):
         return _ofw_update(state, x, feedback, self.eta, beta=2.0)
-
-    def diagnostics(self, state):
-        return _fw_diagnostics(state)
 
 
 class _SCOFWState(eqx.Module):

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
 from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import sweep
+from ocokit.engine import comparators, sweep, with_comparators
 from ocokit.plotting import band_figure
 from ocokit.problems._base import AbstractProblem
 from ocokit.results import atomic_write_json, load_records, run_path, save_records
@@ -213,6 +214,7 @@ class StandardExperiment(AbstractExperiment):
         info = ProblemInfo.of(problem, T)
         runs: dict[str, list[Path]] = {}
         skipped = new = 0
+        env: dict[int, dict[str, Any]] = {}  # each seed's comparators, shared by the algorithms
         for algo in self.algorithms:
             if algo.make is None:
                 continue
@@ -232,9 +234,10 @@ class StandardExperiment(AbstractExperiment):
             for start in range(0, len(missing), self.chunk_size):
                 chunk = missing[start : start + self.chunk_size]
                 tic = time.perf_counter()
-                traj = sweep(learner, problem, T, chunk, chunk_size=self.chunk_size)
+                traj = sweep(learner, problem, T, chunk, chunk_size=self.chunk_size, comparators=False)
                 traj.loss.block_until_ready()
                 seconds = (time.perf_counter() - tic) / (T * len(chunk))
+                traj = with_comparators(traj, self._comparators(problem, T, chunk, env))
                 per_round = metrics.available_metrics(traj)
                 for i, s in enumerate(chunk):
                     columns = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss[i])}
@@ -251,6 +254,15 @@ class StandardExperiment(AbstractExperiment):
                 progress.advance(algo.label, len(chunk))
             runs[algo.label] = [paths[s] for s in range(seeds)]
         return self._finish(out, runs, T, skipped, new)
+
+    def _comparators(self, problem, T: int, seeds: list[int], cache: dict[int, dict[str, Any]]):
+        """The comparator losses of ``seeds``' games, computed once per seed for all algorithms."""
+        todo = [s for s in seeds if s not in cache]
+        if todo:
+            fresh = comparators(problem, T, todo, chunk_size=self.chunk_size)
+            for i, s in enumerate(todo):
+                cache[s] = {k: v[i] for k, v in fresh.items()}
+        return {k: jnp.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
 
     def _finish(self, out: Path, runs: Mapping[str, Sequence[Path]], T: int, skipped: int = 0, new: int = 0) -> Report:
         curves: dict[str, dict[str, np.ndarray]] = {}

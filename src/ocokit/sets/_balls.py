@@ -1,7 +1,5 @@
 """Origin-centred norm balls: :class:`L2Ball`, :class:`L1Ball` and :class:`LpBall` (``1 < p < inf``)."""
 
-
-
 from __future__ import annotations
 
 from typing import Any
@@ -48,7 +46,22 @@ def _first_basis(shape: tuple[int, ...], dtype: Any) -> Array:
     return jnp.zeros(shape, dtype).ravel().at[0].set(1).reshape(shape)
 
 
-class L2Ball(AbstractSet):
+class _AbstractNormBall(AbstractSet):
+    """An origin-centred ball ``{x in R^dim : ||x|| <= radius}``: the fields and checks the balls share."""
+
+    dim: int = eqx.field(static=True)
+    radius: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.0)
+
+    def __check_init__(self):
+        _checks.positive_int("dim", self.dim)
+        _checks.positive("radius", self.radius)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.dim,)
+
+
+class L2Ball(_AbstractNormBall):
     """The Euclidean ball ``K = {x in R^d : ||x||_2 <= radius}``.
 
     lmo: ``v = -radius d / ||d||_2`` (computed as ``u / ||u||`` with ``u = d / max|d|``, so tiny or huge
@@ -68,16 +81,6 @@ class L2Ball(AbstractSet):
         Array([-1.2, -1.6], dtype=float32)
     """
 
-    dim: int = eqx.field(static=True)
-    radius: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.0)
-
-    def __check_init__(self):
-        _checks.positive_int("dim", self.dim)
-        _checks.positive("radius", self.radius)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.dim,)
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
         dtype = _dtype_of(direction)
@@ -111,7 +114,7 @@ class L2Ball(AbstractSet):
         return eqx.tree_at(lambda b: b.radius, self, s * self.radius)
 
 
-class L1Ball(AbstractSet):
+class L1Ball(_AbstractNormBall):
     """The l1 ball (cross-polytope) ``K = {x in R^d : ||x||_1 <= radius}``.
 
     lmo: ``v = -radius sign(d_i) e_i`` at ``i = argmax_j |d_j|`` (lowest index on ties); a zero
@@ -131,16 +134,6 @@ class L1Ball(AbstractSet):
         Array([0., 2., 0.], dtype=float32)
     """
 
-    dim: int = eqx.field(static=True)
-    radius: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.0)
-
-    def __check_init__(self):
-        _checks.positive_int("dim", self.dim)
-        _checks.positive("radius", self.radius)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.dim,)
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
         dtype = _dtype_of(direction)
@@ -198,7 +191,7 @@ def _log_newton_root(log_a: Array, log_mu: Array, p: Array, iterations: int) -> 
     return jax.lax.fori_loop(0, iterations, step, t)
 
 
-class LpBall(AbstractSet):
+class LpBall(_AbstractNormBall):
     """The l_p ball ``K = {x in R^d : ||x||_p <= radius}``, ``1 < p < inf``.
 
     lmo (closed form, spec paper001.md §4.2): with ``q = p / (p - 1)`` and ``u = |d| / max|d|``,
@@ -242,18 +235,10 @@ class LpBall(AbstractSet):
         AAAI 2021 (paper 001).
     """
 
-    dim: int = eqx.field(static=True)
-    radius: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.0)
     p: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.5)
 
-    def __check_init__(self):
-        _checks.positive_int("dim", self.dim)
-        _checks.positive("radius", self.radius)
+    def __check_init__(self):  # dim and radius are checked by _AbstractNormBall
         _checks.in_open_interval("p", self.p, 1.0, float("inf"))
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.dim,)
 
     @property
     def strong_convexity(self) -> Float[Array, ""]:
