@@ -13,14 +13,24 @@ from ocokit.problems import AbstractProblem
 
 
 class Perturbed(AbstractProblem):
-    """``problem`` with every round from ``t0`` on redrawn from another key (to test for lookahead)."""
+    """``problem`` with every round from ``t0`` on redrawn from another key (to test for lookahead).
+
+    ``t0`` is an array leaf, so wrappers with different ``t0`` share one compilation (``t0 > T``: the
+    game of ``problem`` itself). Optional problem hooks (``affine_constraints``, ``prediction``,
+    ``prediction_window``, ``initial_history``, ...) are forwarded to ``problem``.
+    """
 
     domain: Any
     inner: AbstractProblem
-    t0: int = eqx.field(static=True)
+    t0: Any
 
     def __init__(self, inner: AbstractProblem, t0: int):
-        self.domain, self.inner, self.t0 = inner.domain, inner, t0
+        self.domain, self.inner, self.t0 = inner.domain, inner, jnp.asarray(t0, jnp.int32)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("inner", "domain", "t0") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     @property
     def num_constraints(self) -> int:

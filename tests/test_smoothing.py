@@ -87,9 +87,7 @@ def test_every_law_has_its_support_and_second_moment():
     np.testing.assert_array_equal(s, np.asarray(fb.sample_unit_sphere(KEY, (3, 4))))
     assert float(fb.direction_variance("sphere", (3, 4))) == pytest.approx(1 / 12)
     assert float(fb.direction_variance("rademacher", (5,))) == 1.0
-    assert float(fb.direction_variance("truncated_gaussian", (5,), half_width=2.0)) == pytest.approx(
-        0.7737, 1e-4
-    )
+    assert float(fb.direction_variance("truncated_gaussian", (5,), half_width=2.0)) == pytest.approx(0.7737, 1e-4)
 
 
 def test_unknown_law_and_missing_half_width_raise():
@@ -122,9 +120,7 @@ def _quadratic(n, key=1):
         ("sphere", None, 3.0),
     ],
 )
-def test_two_point_estimate_on_a_quadratic_has_mean_sigma_a_squared_times_the_gradient(
-    law, half_width, scale
-):
+def test_two_point_estimate_on_a_quadratic_has_mean_sigma_a_squared_times_the_gradient(law, half_width, scale):
     # Spec §1.6 caveat: the estimate is exactly (grad f . u) u, so its mean is E[u u^T] grad f = s_a^2 grad f.
     f, grad, x = _quadratic(3)
     keys = jax.random.split(KEY, 40_000)
@@ -140,9 +136,7 @@ def test_two_point_estimate_on_a_quadratic_has_mean_sigma_a_squared_times_the_gr
 
 def test_one_point_estimators_agree_and_are_unbiased_for_linear_losses():
     u = fb.sample_unit_sphere(KEY, (4,))
-    np.testing.assert_allclose(
-        fb.one_point_estimate(2.5, u, 0.1, scale=4), fb.one_point_sphere_estimate(2.5, u, 0.1)
-    )
+    np.testing.assert_allclose(fb.one_point_estimate(2.5, u, 0.1, scale=4), fb.one_point_sphere_estimate(2.5, u, 0.1))
     c = jnp.array([1.0, -2.0, 0.5])
     keys = jax.random.split(KEY, 40_000)
     us = jax.vmap(lambda k: fb.sample_direction(k, (3,), "rademacher"))(keys)

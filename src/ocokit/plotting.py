@@ -70,7 +70,7 @@ def band_figure(
         if metric in logy:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    _legend(axes[0])
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -81,3 +81,11 @@ def band_figure(
     plt.close(fig)
     atomic_write_bytes(Path(path), buf.getvalue())
     return Path(path)
+
+
+def _legend(axes) -> None:
+    """One legend, on the first panel that has labelled lines (a panel can be empty when no curve has its metric)."""
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+            return

@@ -14,9 +14,9 @@ import pytest
 
 import ocokit
 from ocokit.algorithms import BanditOCOMemory, OCOMemoryLimitedPredictions, ProblemInfo
-from ocokit.algorithms._memory_predictions import _direction, _stream
+from ocokit.algorithms._memory_predictions import _direction, _init_gradient, _stream
 from ocokit.engine import split_key
-from ocokit.feedback import make_feedback
+from ocokit.feedback import direction_variance, make_feedback
 from ocokit.problems import QuadraticWithMemory
 from ocokit.sets import Box
 
@@ -71,9 +71,7 @@ def reference(learner, problem, T, key):
     K = W if h == 1 else (W - strict) // (h - 1)
     x0bar = np.broadcast_to(np.asarray(learner.x0, float), (d,))
     lo, hi = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
-    U_init, U_fixed, U_layers = (
-        np.asarray(v) for v in _directions(lkey, learner.law, learner.half_width, d, K, T)
-    )
+    U_init, U_fixed, U_layers = (np.asarray(v) for v in _directions(lkey, learner.law, learner.half_width, d, K, T))
 
     def proj(v):
         return np.clip(v, lo, hi)
@@ -158,9 +156,11 @@ def reference(learner, problem, T, key):
 T = 12  # one horizon for every run: runs of one learner structure share a compilation
 BOX = dict(eta=0.5, alpha=0.1, delta=0.1, delta_prime=1e-3, x0=0.1, half_width=0.7)
 CONFIGS = {
-    # the paper's setting: h = 2, K = W = 3, two-point, truncated Gaussian on [-2, 2], "unary" init
-    "paper": (dict(window=3, **PAPER), paper_problem),
-    # d = 2, h = 3, active box; strict window (K = floor(3 / 2) = 1), Gaussian, "last", one-point
+    # the paper's setting: h = 2, K = W = 3, two-point, truncated Gaussian on [-2, 2], "unary" init; the
+    # simulator itself answers only rounds now..now + 3 (the pseudo-code's reach, spec §6 A7)
+    "paper": (dict(window=3, **PAPER), lambda: paper_problem(prediction_window=3)),
+    # d = 2, h = 3, active box; strict window (K = floor(3 / 2) = 1), Gaussian, "last", one-point; the
+    # simulator answers only the stated window now..now + W - 1
     "strict-one-point": (
         dict(
             window=4,
@@ -170,7 +170,7 @@ CONFIGS = {
             estimator="one_point",
             **{**BOX, "delta_prime": 0.05},
         ),
-        boxed_problem,
+        lambda: boxed_problem(prediction_window=4, strict_window=True),
     ),
     # d = 2, h = 3, active box; K = floor(5 / 2) = 2 (h - 1 does not divide W), Rademacher, fixed u^0
     "box-rademacher": (
@@ -205,7 +205,11 @@ def test_matches_the_spec_loop_iterate_by_iterate(name):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_query_budget_window_and_flags(name):
+    # "paper" and "strict-one-point" run on simulators that answer nan beyond their window (now + W, resp.
+    # now + W - 1), so a single query too far would make the run non-finite and run_config raise.
     learner, problem, traj, _, _ = run_config(name)
+    assert problem.prediction_window in (None, learner.window)
+    assert problem.strict_window == learner.strict_window
     h = problem.memory()
     K = learner.layers(h)
     per_value = 1 if learner.estimator == "one_point" else 2
@@ -275,11 +279,49 @@ def test_exact_gradients_reproduce_K_projected_gradient_steps_on_C_T(window, mak
         env_key, _ = split_key(jax.random.PRNGKey(5))
         expected, cost, best = offline_pgd(problem, env_key, x_init, alpha, K)
         np.testing.assert_allclose(played, expected, rtol=0, atol=1e-10)
-        if alpha == 1.0 / (
-            problem.beta * h
-        ):  # C_T(x^K) - C_T(x*) <= (1 - mu/(beta h))^K (C_T(x^0) - C_T(x*))
+        if alpha == 1.0 / (problem.beta * h):  # C_T(x^K) - C_T(x*) <= (1 - mu/(beta h))^K (C_T(x^0) - C_T(x*))
             rate = 1 - problem.mu / (problem.beta * h)
             assert all(-1e-9 <= c - best <= rate**j * (cost[0] - best) + 1e-9 for j, c in enumerate(cost))
+
+
+@pytest.mark.parametrize(
+    ("law", "half_width", "init_perturb"),
+    [
+        ("truncated_gaussian", 2.0, "unary"),
+        ("truncated_gaussian", (2 * 4 * 3) ** -0.25, "last"),  # Definition 1's a for d = 2, h = 2
+        ("rademacher", math.nan, "unary"),
+    ],
+)
+def test_init_estimate_on_a_quadratic_has_mean_sigma_a_squared_times_the_gradient(law, half_width, init_perturb):
+    # Spec §1.6 caveat, for the learner's own estimator: on a quadratic window cost the two-point estimate is
+    # exactly (sum_i grad_i f . u) u over the perturbed slots i, so its mean is sigma_a^2 sum_i grad_i f.
+    d, h, r, n = 2, 2, 5, 40_000
+    k1, k2 = jax.random.split(jax.random.PRNGKey(7))
+    M = jax.random.normal(k1, (h * d, h * d))
+    A, b = M @ M.T + jnp.eye(h * d), jax.random.normal(k2, (h * d,))
+    w = jnp.array([[0.3, -0.2], [0.1, 0.4]])
+    grad = (A @ w.reshape(-1) + b).reshape(h, d)
+    learner = BanditOCOMemory(eta=0.1, delta=0.3, law=law, half_width=half_width, init_perturb=init_perturb)
+    slots, a = jnp.arange(r - h + 1, r + 1), jnp.asarray(half_width)
+
+    def value(ws):
+        flat = ws.reshape(ws.shape[0], -1)
+        return 0.5 * jnp.einsum("pi,ij,pj->p", flat, A, flat) + flat @ b
+
+    @jax.jit
+    def estimates(keys):
+        one = lambda key: _init_gradient(learner, value, w, slots, r, key, a)[0]  # noqa: E731
+        us = jax.vmap(lambda key: _direction(_stream(key, 0), jnp.asarray(r), (d,), law, a))(keys)
+        return jax.vmap(one)(keys), us
+
+    g, us = (np.asarray(v) for v in estimates(jax.random.split(jax.random.PRNGKey(0), n)))
+    slot_grad = np.asarray(grad[-1] if init_perturb == "last" else grad.sum(axis=0))
+    np.testing.assert_allclose(g, (us @ slot_grad)[:, None] * us, rtol=1e-8, atol=1e-10)
+    sigma2 = float(direction_variance(law, (d,), half_width=half_width))
+    se = g.std(axis=0) / math.sqrt(n)
+    assert np.all(np.abs(g.mean(axis=0) - sigma2 * slot_grad) < 5 * se)
+    if law == "truncated_gaussian":
+        assert sigma2 < 0.78  # 0.7737 for a = 2, 0.066 for Definition 1's a: biased, not unbiased
 
 
 def test_initialisation_phase_is_the_bandit_subroutine():
@@ -318,9 +360,7 @@ def test_vmap_over_seeds_and_a_hyperparameter_grid_equals_separate_runs():
     grid = [OCOMemoryLimitedPredictions(**{**params, "alpha": a}) for a in (params["alpha"], 0.03)]
     swept = ocokit.sweep(ocokit.stack(grid), problem, T, [3, 4], batched_learner=True)
     np.testing.assert_allclose(swept.loss[0, 0], run_config("box-rademacher")[2].loss, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(
-        swept.loss[1, 1], ocokit.run(grid[1], problem, T, 4).loss, rtol=1e-12, atol=1e-12
-    )
+    np.testing.assert_allclose(swept.loss[1, 1], ocokit.run(grid[1], problem, T, 4).loss, rtol=1e-12, atol=1e-12)
 
 
 def test_state_keeps_its_tree_shapes_and_dtypes_through_prepare_and_update():

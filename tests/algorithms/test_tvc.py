@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms import BFWTVC, OFWTVC, SCBFWTVC, SCOFWTVC, ProblemInfo
-from ocokit.algorithms._tvc import _direction, double_until, lyapunov, lyapunov_prime, queue_step
+from ocokit.algorithms._bandit_tvc import _direction
+from ocokit.algorithms._tvc_common import double_until, lyapunov, lyapunov_prime, queue_step
 from ocokit.feedback import FullInformation, one_point_sphere_estimate
 from ocokit.problems import (
     CustomProblem,
@@ -280,17 +281,11 @@ def test_lyapunov_functions(phi, x, value, slope):
     np.testing.assert_allclose(lyapunov(phi, x, lam), value, rtol=1e-12)
     np.testing.assert_allclose(lyapunov_prime(phi, x, lam), slope, rtol=1e-12)
     xs = jnp.linspace(0.0, 5.0, 11)
-    assert (
-        float(lyapunov(phi, 0.0, lam)) == 0.0
-    )  # Definition 1: Phi(0) = 0, Phi >= 0, Phi' >= 0 non-decreasing
-    assert np.all(np.diff(np.asarray(lyapunov_prime(phi, xs, lam))) >= 0) and np.all(
-        lyapunov(phi, xs, lam) >= 0
-    )
+    assert float(lyapunov(phi, 0.0, lam)) == 0.0  # Definition 1: Phi(0) = 0, Phi >= 0, Phi' >= 0 non-decreasing
+    assert np.all(np.diff(np.asarray(lyapunov_prime(phi, xs, lam))) >= 0) and np.all(lyapunov(phi, xs, lam) >= 0)
     # the derivative is the derivative (central differences)
     h = 1e-6
-    np.testing.assert_allclose(
-        (lyapunov(phi, x + h, lam) - lyapunov(phi, x - h, lam)) / (2 * h), slope, rtol=1e-6
-    )
+    np.testing.assert_allclose((lyapunov(phi, x + h, lam) - lyapunov(phi, x - h, lam)) / (2 * h), slope, rtol=1e-6)
 
 
 def test_exp_lyapunov_stays_finite_and_queue_adds_positive_parts():
@@ -475,9 +470,7 @@ def test_from_theory_follows_the_theorems():
     sc = SCOFWTVC.from_theory(info)  # alpha_f from the problem's strong_convexity = 1
     np.testing.assert_allclose([sc.beta, sc.gamma], [1 / (500 * G * T ** (2 / 3) * (G + D)), G / (G + D)])
     assert sc.phi == "square_plus_linear"
-    np.testing.assert_allclose(
-        SCOFWTVC.from_theory(info, theory="statement").beta, 1 / (G * D * T ** (2 / 3))
-    )
+    np.testing.assert_allclose(SCOFWTVC.from_theory(info, theory="statement").beta, 1 / (G * D * T ** (2 / 3)))
     bfw = BFWTVC.from_theory(info, c=1.0)
     M, d, r = 0.5 * 25.0, 4, 2.0
     C2 = 16 * G * (D / r + 3 + 1 + 2 * D / (d * M) + d * M * D)

@@ -32,9 +32,7 @@ def _check_report(report, out, labels, T, seeds):
         for metric in ("cumulative_loss", "hard_violation"):
             assert math.isfinite(stats[metric]["mean"]) and stats[metric]["mean"] >= 0
     assert (out / f"{report.experiment}.png").read_bytes()[:4] == b"\x89PNG"
-    assert [c.statement for c in report.claims] == [
-        c.statement for c in experiments.get(report.experiment).claims
-    ]
+    assert [c.statement for c in report.claims] == [c.statement for c in experiments.get(report.experiment).claims]
     for claim in report.claims:  # measured with numbers, not "not measured"
         assert "not measured" not in claim.measured and any(ch.isdigit() for ch in claim.measured)
 
@@ -54,9 +52,7 @@ def test_movielens_experiment_on_real_data_at_tiny_T_skips_finished_runs(data_di
 
 
 def test_filmtrust_experiment_runs_small(small_data, tmp_path):
-    report = experiments.get("matrix-completion-filmtrust").run(
-        T=8, seeds=2, out=tmp_path / "ft", data_dir=small_data
-    )
+    report = experiments.get("matrix-completion-filmtrust").run(T=8, seeds=2, out=tmp_path / "ft", data_dir=small_data)
     _check_report(report, tmp_path / "ft", ("BFW-TVC", "SCBFW-TVC", "LBPM"), 8, 2)
 
 
@@ -96,9 +92,7 @@ def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
 
 
 def _summary(values):
-    return {
-        k: {"cumulative_loss": {"mean": v[0]}, "hard_violation": {"mean": v[1]}} for k, v in values.items()
-    }
+    return {k: {"cumulative_loss": {"mean": v[0]}, "hard_violation": {"mean": v[1]}} for k, v in values.items()}
 
 
 def test_claims_compare_the_right_numbers():
@@ -106,15 +100,9 @@ def test_claims_compare_the_right_numbers():
     ofw_claim, sc_claim = ml.values()
     paper_like = _summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)})
     assert ofw_claim(paper_like)[1] and sc_claim(paper_like)[1]
-    assert not ofw_claim(
-        _summary({"OFW-TVC": (10, 8), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)})
-    )[1]
-    assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 4), "OPDP": (12, 9), "LPM": (11, 7)}))[
-        1
-    ]
-    assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (11, 6), "OPDP": (12, 9), "LPM": (9, 7)}))[
-        1
-    ]
+    assert not ofw_claim(_summary({"OFW-TVC": (10, 8), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)}))[1]
+    assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 4), "OPDP": (12, 9), "LPM": (11, 7)}))[1]
+    assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (11, 6), "OPDP": (12, 9), "LPM": (9, 7)}))[1]
     (bandit,) = (c.check for c in experiments.get("matrix-completion-filmtrust").claims)
     assert bandit(_summary({"BFW-TVC": (1, 1), "SCBFW-TVC": (2, 2), "LBPM": (3, 3)}))[1]
     measured, holds = bandit(_summary({"BFW-TVC": (1, 1), "SCBFW-TVC": (2, 4), "LBPM": (3, 3)}))

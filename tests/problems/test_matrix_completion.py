@@ -47,9 +47,7 @@ def test_loss_constraint_and_gradients_match_the_formulas():
     key = jax.random.PRNGKey(0)
     data = problem.round_data(None, key, 1)
     X = jax.random.normal(jax.random.PRNGKey(1), (6, 5))
-    u, i, r = (
-        np.asarray(a)[np.asarray(data["index"])] for a in (problem.users, problem.items, problem.ratings)
-    )
+    u, i, r = (np.asarray(a)[np.asarray(data["index"])] for a in (problem.users, problem.items, problem.ratings))
     Xn, PT = np.asarray(X), np.asarray(data["PT"])
     np.testing.assert_allclose(problem.loss(data, X), 0.5 * np.sum((Xn[u, i] - r) ** 2), rtol=1e-12)
     np.testing.assert_allclose(problem.constraints(data, X), [np.trace(PT.T @ Xn)], rtol=1e-12)  # Tr(P_t X)

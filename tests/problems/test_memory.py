@@ -69,28 +69,40 @@ def test_generator_gives_smooth_strongly_convex_rounds():
     assert (c.strong_convexity, c.smoothness) == (5.0, 10.0)
 
 
+_RUN = {}
+
+
+def wide_run():
+    """One engine run of BanditOCOMemory on ``wide()`` (seed 2) and its round data, computed once."""
+    if not _RUN:
+        problem = wide()
+        traj = ocokit.run(BanditOCOMemory(eta=0.2, delta=0.2, x0=0.3), problem, T, 2, record_decisions=True)
+        env_key, _ = split_key(jax.random.PRNGKey(2))
+        _RUN["run"] = (problem, traj, *data_of(problem, env_key, T))
+    return _RUN["run"]
+
+
 def test_loss_is_the_quadratic_of_the_window_and_the_engine_starts_from_x0():
-    problem = paper()
-    traj = ocokit.run(BanditOCOMemory(eta=0.2, delta=0.2, x0=0.5), problem, T, 0, record_decisions=True)
-    env_key, _ = split_key(jax.random.PRNGKey(0))
-    A, B, x_star = data_of(problem, env_key, T)
+    _, traj, A, B, _ = wide_run()
     xs = np.asarray(traj.decisions)
-    padded = np.concatenate([[[0.5]], xs])
-    expected = [
-        0.5 * padded[t : t + 2, 0] @ A[t] @ padded[t : t + 2, 0] + B[t] @ padded[t : t + 2, 0]
-        for t in range(T)
-    ]
-    np.testing.assert_allclose(traj.loss, expected, rtol=1e-12)  # f_1 sees (x_0, x_1) with x_0 = 0.5
-    assert np.all(np.abs(x_star) < 5.0)  # interior: the paper's unconstrained optimum
-    grad = jax.grad(lambda xs: problem.total_cost(jnp.asarray(A), jnp.asarray(B), xs))(jnp.asarray(x_star))
+    assert xs.shape == (T, 2) and not np.allclose(xs, 0.3)
+    padded = np.concatenate([np.full((2, 2), 0.3), xs])  # x_{-1} = x_0 = x0 = 0.3, then x_1..x_T
+    windows = [padded[t : t + 3].reshape(-1) for t in range(T)]  # f_t sees (x_{t-2}, x_{t-1}, x_t)
+    expected = [0.5 * w @ A[t] @ w + B[t] @ w for t, w in enumerate(windows)]
+    np.testing.assert_allclose(traj.loss, expected, rtol=1e-12)
+    np.testing.assert_allclose(xs[0], 0.3)  # x_1 = x0, the initial condition
+
+
+def test_the_papers_instance_has_an_interior_optimum():
+    A, B, x_star = data_of(paper(), jax.random.PRNGKey(0), T)
+    assert A.shape == (T, 2, 2) and B.shape == (T, 2)
+    assert np.all(np.abs(x_star) < 5.0)  # interior of [-5, 5]: the paper's unconstrained optimum
+    grad = jax.grad(lambda xs: paper().total_cost(jnp.asarray(A), jnp.asarray(B), xs))(jnp.asarray(x_star))
     assert np.abs(np.asarray(grad)).max() < 1e-10
 
 
 def test_dynamic_regret_is_exactly_eq_3_and_the_unconstrained_optimum_solves_the_normal_equations():
-    problem = wide()
-    traj = ocokit.run(BanditOCOMemory(eta=0.2, delta=0.2, x0=0.3), problem, T, 2, record_decisions=True)
-    env_key, _ = split_key(jax.random.PRNGKey(2))
-    A, B, x_star = data_of(problem, env_key, T)
+    problem, traj, A, B, x_star = wide_run()
     grad = jax.grad(lambda xs: problem.total_cost(jnp.asarray(A), jnp.asarray(B), xs))(jnp.asarray(x_star))
     assert np.abs(np.asarray(grad)).max() < 1e-10
     best = cost_np(A, B, x_star, 0.3, 3)
@@ -152,13 +164,9 @@ def answers(problem, env_key, t, w, ks):
     orc = oracle(problem, env_key, t)
     pred = jax.vmap(lambda k: orc.predict(k, w))(ks)
     grads = jax.vmap(lambda k: orc.value_and_grad(k, w)[1])(ks)
-    truth = jax.vmap(lambda k: problem.loss(problem.round_data(None, jax.random.fold_in(env_key, k), k), w))(
-        ks
-    )
+    truth = jax.vmap(lambda k: problem.loss(problem.round_data(None, jax.random.fold_in(env_key, k), k), w))(ks)
     true_grads = jax.vmap(
-        lambda k: jax.grad(
-            lambda v: problem.loss(problem.round_data(None, jax.random.fold_in(env_key, k), k), v)
-        )(w)
+        lambda k: jax.grad(lambda v: problem.loss(problem.round_data(None, jax.random.fold_in(env_key, k), k), v))(w)
     )(ks)
     batch = orc.predict(ks[2], jnp.stack([w, 2 * w, -w]))
     singles = jnp.stack([orc.predict(ks[2], v) for v in (w, 2 * w, -w)])
@@ -177,9 +185,7 @@ def test_predictions_are_the_engines_round_data_within_the_window():
     np.testing.assert_array_equal(avail, inside)
     np.testing.assert_allclose(pred[inside], truth[inside], rtol=1e-14)
     np.testing.assert_allclose(grads[inside], true_grads[inside], rtol=1e-12)
-    assert np.all(np.isnan(pred[~inside])) and np.all(
-        np.isnan(grads[~inside])
-    )  # the past, and beyond now + W
+    assert np.all(np.isnan(pred[~inside])) and np.all(np.isnan(grads[~inside]))  # the past, and beyond now + W
     np.testing.assert_allclose(batch, singles, rtol=1e-14)
 
 

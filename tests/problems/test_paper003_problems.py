@@ -27,9 +27,16 @@ def env(seed=0):
 
 
 def stacked(problem, T, seed=0):
+    """The episode and every round's data, as the engine generates them for ``seed``."""
     key = env(seed)
+    episode, data = _episode_and_rounds(problem, key, T)
+    return episode, jax.tree.map(np.asarray, data)
+
+
+@eqx.filter_jit
+def _episode_and_rounds(problem, key, T):
     episode = problem.episode(key, T)
-    return episode, jax.tree.map(np.asarray, all_rounds(problem, episode, key, T))
+    return episode, all_rounds(problem, episode, key, T)
 
 
 def round_of(data, t):
@@ -75,12 +82,12 @@ _solve = jax.jit(solve_qp)
 
 def test_regression_data_follow_the_spec():
     problem = TimeVaryingRegression()
-    _, d = stacked(problem, 400)
-    assert d["H"].shape == (400, 4, 10) and d["A"].shape == (400, 2, 10) and d["b"].shape == (400, 2)
-    assert d["H"].min() >= -1 and d["H"].max() <= 1 and abs(d["H"].mean()) < 0.02
+    _, d = stacked(problem, 100)
+    assert d["H"].shape == (100, 4, 10) and d["A"].shape == (100, 2, 10) and d["b"].shape == (100, 2)
+    assert d["H"].min() >= -1 and d["H"].max() <= 1 and abs(d["H"].mean()) < 0.04
     assert d["A"].min() >= 0 and d["A"].max() <= 1 and d["b"].min() >= 0 and d["b"].max() <= 1
     noise = d["y"] - d["H"].sum(axis=2)  # y_t = H_t 1 + eps_t, eps ~ N(0, I), fresh every slot
-    assert abs(noise.mean()) < 0.1 and abs(noise.std() - 1) < 0.1
+    assert abs(noise.mean()) < 0.2 and abs(noise.std() - 1) < 0.15
     assert not np.allclose(d["A"][0], d["A"][1])  # constraints fresh every slot
 
 
@@ -90,7 +97,7 @@ def _regression_value(H, y, x):
 
 def test_regression_round_optimum_matches_cvxpy():
     problem = TimeVaryingRegression()
-    _, d = stacked(problem, 4)
+    _, d = stacked(problem, 100)
     solve = eqx.filter_jit(lambda p, data: p.round_optimum(data))
     for t in range(4):
         x = np.asarray(solve(problem, round_of(d, t)))
@@ -105,7 +112,7 @@ def test_regression_round_optimum_matches_cvxpy():
 
 
 def test_regression_best_fixed_matches_cvxpy_and_is_feasible_for_every_round():
-    problem, T = TimeVaryingRegression(), 20
+    problem, T = TimeVaryingRegression(), 100
     episode, d = stacked(problem, T)
     x = np.asarray(eqx.filter_jit(lambda p, e, k: p.best_fixed(e, k, T))(problem, episode, env()))
     z = cp.Variable(10)
@@ -128,8 +135,8 @@ def test_theta_schedule_and_permutation_follow_the_spec():
     key = env(1)
     episode = problem.episode(key, T)
     ts = jnp.arange(1, T + 1)
-    parts = jax.vmap(lambda t: problem.theta_components(episode, jax.random.fold_in(key, t), t))(ts)
-    t1, t2, t3 = (np.asarray(p) for p in parts)
+    components = jax.jit(jax.vmap(lambda e, t: problem.theta_components(e, jax.random.fold_in(key, t), t), (None, 0)))
+    t1, t2, t3 = (np.asarray(p) for p in components(episode, ts))
     t = np.arange(1, T + 1)
     assert np.all(np.abs(t1) <= (t**0.1)[:, None]) and np.all(np.abs(t1[-500:]) > 0.0)
     assert np.abs(t1[-1000:]).max() > 0.9 * 5000**0.1  # the range grows like t^(1/10)
@@ -146,12 +153,12 @@ def test_theta_schedule_and_permutation_follow_the_spec():
 
 def test_fixed_constraints_follow_the_spec():
     problem = OnlineLinearProgram()
-    episode, d = stacked(problem, 50)
+    episode, d = stacked(problem, 30, seed=4)
     A, b = np.asarray(episode["A"]), np.asarray(episode["b"])
     assert A.shape == (3, 2) and b.shape == (3,)
     assert A.min() >= 0.1 and A.max() <= 0.5 and b.min() >= 0 and b.max() <= 0.3
-    np.testing.assert_array_equal(d["A"], np.broadcast_to(A, (50, 3, 2)))  # drawn once per episode
-    np.testing.assert_array_equal(d["b"], np.broadcast_to(b, (50, 3)))
+    np.testing.assert_array_equal(d["A"], np.broadcast_to(A, (30, 3, 2)))  # drawn once per episode
+    np.testing.assert_array_equal(d["b"], np.broadcast_to(b, (30, 3)))
     assert problem.num_constraints == 3 and problem.domain.shape == (2,)
     x = jnp.array([0.3, 0.7])
     np.testing.assert_allclose(problem.constraints(round_of(d, 0), x), A @ np.asarray(x) - b)
@@ -240,9 +247,7 @@ def test_job_scheduling_arrivals_and_capacity():
     assert "synthetic" in problem.price_source
     _, d = stacked(problem, 400)
     lam = d["lam"]
-    assert np.all(lam == np.round(lam)) and abs(lam.mean() - 2500) < 3 * math.sqrt(
-        2500 / 400
-    )  # Poisson(2500)
+    assert np.all(lam == np.round(lam)) and abs(lam.mean() - 2500) < 3 * math.sqrt(2500 / 400)  # Poisson(2500)
     assert abs(lam.var() / 2500 - 1) < 0.3
     x = jnp.full(100, 1000.0)
     assert float(problem.capacity(x)) == pytest.approx(100 * 4 * math.log(4001))  # natural log
@@ -253,9 +258,7 @@ def test_job_scheduling_arrivals_and_capacity():
 
 
 def test_job_scheduling_from_nyiso(tmp_path):
-    lines = [
-        "Time Stamp,Name,PTID,LBMP ($/MWHr),Marginal Cost Losses ($/MWHr),Marginal Cost Congestion ($/MWHr)"
-    ]
+    lines = ["Time Stamp,Name,PTID,LBMP ($/MWHr),Marginal Cost Losses ($/MWHr),Marginal Cost Congestion ($/MWHr)"]
     for k in range(3):
         for z, zone in enumerate(("CAPITL", "N.Y.C.")):
             lines.append(f"05/01/2017 00:{5 * k:02d}:00,{zone},6175{z},{10.0 * k + z},0,0")
@@ -275,9 +278,7 @@ def test_job_scheduling_comparators_match_cvxpy():
     for t in range(2):
         x = np.asarray(opt(problem, round_of(d, t)))
         z = cp.Variable(100)
-        ref = cp.Problem(
-            cp.Minimize(d["c"][t] @ z), [4 * cp.sum(cp.log(1 + 4 * z)) >= d["lam"][t], z >= 0, z <= 1000]
-        )
+        ref = cp.Problem(cp.Minimize(d["c"][t] @ z), [4 * cp.sum(cp.log(1 + 4 * z)) >= d["lam"][t], z >= 0, z <= 1000])
         ref.solve(solver="CLARABEL")
         assert float(problem.constraints(round_of(d, t), jnp.asarray(x))[0]) <= 1e-9  # feasible side
         assert d["c"][t] @ x <= ref.value * (1 + 1e-6)

@@ -1,15 +1,17 @@
 """Online learners: ``init / decide / update`` over explicit state (see :class:`AbstractLearner`)."""
 
+from ocokit.algorithms._bandit_tvc import BFWTVC as BFWTVC
+from ocokit.algorithms._bandit_tvc import SCBFWTVC as SCBFWTVC
 from ocokit.algorithms._base import AbstractLearner as AbstractLearner
 from ocokit.algorithms._base import ProblemInfo as ProblemInfo
 from ocokit.algorithms._base import hyperparameter as hyperparameter
 from ocokit.algorithms._coldq import COLDQ as COLDQ
 from ocokit.algorithms._coldq import COLDQExpert as COLDQExpert
 from ocokit.algorithms._drift_plus_penalty import YuNeelyWei as YuNeelyWei
-from ocokit.algorithms._loo_bogd import LBPM as LBPM
 from ocokit.algorithms._loo_bogd import LOOBBGD as LOOBBGD
 from ocokit.algorithms._loo_bogd import LOOBOGD as LOOBOGD
-from ocokit.algorithms._loo_bogd import LPM as LPM
+from ocokit.algorithms._lpm import LBPM as LBPM
+from ocokit.algorithms._lpm import LPM as LPM
 from ocokit.algorithms._memory_predictions import BanditOCOMemory as BanditOCOMemory
 from ocokit.algorithms._memory_predictions import OCOMemoryLimitedPredictions as OCOMemoryLimitedPredictions
 from ocokit.algorithms._mirror import AbstractMirrorGeometry as AbstractMirrorGeometry
@@ -26,9 +28,7 @@ from ocokit.algorithms._opdp import OPDP as OPDP
 from ocokit.algorithms._primal_dual import RECOO as RECOO
 from ocokit.algorithms._primal_dual import Yi2021 as Yi2021
 from ocokit.algorithms._primal_dual import Yi2023 as Yi2023
-from ocokit.algorithms._tvc import BFWTVC as BFWTVC
 from ocokit.algorithms._tvc import OFWTVC as OFWTVC
-from ocokit.algorithms._tvc import SCBFWTVC as SCBFWTVC
 from ocokit.algorithms._tvc import SCOFWTVC as SCOFWTVC
 
 # Each family module adds its names here and to __all__.

@@ -13,11 +13,21 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._hinge_prox import SOLVERS, hinge_prox_step
+from ocokit.algorithms._queue_common import (
+    QueueState,
+    ball_problem,
+    check_solver_options,
+    initial_fields,
+    paper_table,
+    prox_step,
+    regression_rounds,
+    solver_diagnostics,
+    start_point,
+)
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
-_STARTS = ("origin", "center")
-_PAPER_TABLES = (3, 4, 5, 6)
+_PAPER_TABLES = dict.fromkeys((3, 4, 5, 6))  # COLDQ has the same parameters in Tables 3-6
+_regression_rounds = regression_rounds  # the name tests/algorithms/test_coldq.py imports
 
 
 def doubly_bounded_queue(queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
@@ -29,20 +39,12 @@ def doubly_bounded_queue(queue: Array, violation: Array, eta: Array, gamma: Arra
     return jnp.maximum((1.0 - eta) * queue + jnp.maximum(violation, 0.0), gamma)
 
 
-def _start(domain, start: str) -> Array:
-    c = domain.center()
-    return (domain.project(jnp.zeros_like(c)) if start == "origin" else c).astype(c.dtype)
-
-
 def _check_common(learner) -> None:
     _checks.in_open_interval("eta", learner.eta, 0.0, 1.0)
     _checks.positive("gamma", learner.gamma)
     _checks.positive("alpha0", learner.alpha0)
     _checks.in_closed_interval("alpha_power", learner.alpha_power, 0.0, 1.0)
-    _checks.positive("tol", learner.tol)
-    _checks.positive_int("max_iter", learner.max_iter)
-    _checks.one_of("solver", learner.solver, SOLVERS)
-    _checks.one_of("start", learner.start, _STARTS)
+    check_solver_options(learner)
 
 
 def _theory_eps(info: ProblemInfo, eps: float | None, who: str) -> float:
@@ -58,14 +60,6 @@ def _theory_eps(info: ProblemInfo, eps: float | None, who: str) -> float:
             stacklevel=3,
         )
     return float(eps)
-
-
-class _COLDQState(eqx.Module):
-    x: Float[Array, " p"]  # x_{t+1}, the decision to play next
-    queue: Float[Array, " N"]  # Q_t (Q_1 = gamma)
-    t: Int[Array, ""]  # rounds absorbed so far
-    iterations: Int[Array, ""]  # dual Newton steps of the last P_t solve
-    converged: Bool[Array, ""]  # whether the last P_t solve met its tolerance
 
 
 class COLDQ(AbstractLearner):
@@ -171,8 +165,7 @@ class COLDQ(AbstractLearner):
     def from_paper(cls, info: ProblemInfo, *, table: int = 3, **options: Any) -> COLDQ:
         """The experiments' parameters (Tables 3-6, identical for COLDQ): ``alpha_t = t^{1/2}``,
         ``eta = 1/T``, ``gamma = eps T``, ``eps = 0.5``."""
-        if table not in _PAPER_TABLES:
-            raise ValueError(f"table must be one of {list(_PAPER_TABLES)}, got {table!r}")
+        paper_table(_PAPER_TABLES, table)
         T = info.horizon
         _checks.greater_than("T (horizon)", T, 1)
         eps = _theory_eps(info, 0.5, "COLDQ.from_paper")
@@ -182,20 +175,13 @@ class COLDQ(AbstractLearner):
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
         T = 30
         return [
-            (cls(eta=1.0 / T, gamma=0.5 * T, solver="affine"), _regression_rounds()),
-            (cls(eta=1.0 / T, gamma=0.1 * T, alpha0=2.0, solver="smooth"), _ball_problem()),
+            (cls(eta=1.0 / T, gamma=0.5 * T, solver="affine"), regression_rounds()),
+            (cls(eta=1.0 / T, gamma=0.1 * T, alpha0=2.0, solver="smooth"), ball_problem()),
         ]
 
     def init(self, info, key):
         del key
-        x = _start(info.domain, self.start)
-        return _COLDQState(
-            x=x,
-            queue=jnp.full((info.num_constraints,), self.gamma, dtype=x.dtype),
-            t=jnp.asarray(0, jnp.int32),
-            iterations=jnp.asarray(0, jnp.int32),
-            converged=jnp.asarray(True),
-        )
+        return QueueState(**initial_fields(info, self.start, self.gamma))  # Q_1 = gamma
 
     def decide(self, state):
         return state.x
@@ -209,21 +195,11 @@ class COLDQ(AbstractLearner):
         )
         queue = queue.astype(state.queue.dtype)
         alpha = self.alpha0 * t.astype(x.dtype) ** self.alpha_power
-        sol = hinge_prox_step(
-            feedback.problem,
-            feedback.data,
-            feedback.grad(x),
-            alpha,
-            x,
-            queue,
-            solver=self.solver,
-            tol=self.tol,
-            max_iter=self.max_iter,
-        )
-        return _COLDQState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged)
+        sol = prox_step(self, feedback, feedback.grad(x), alpha, x, queue)
+        return QueueState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged)
 
     def diagnostics(self, state):
-        return {"oracle_calls": state.iterations, "queue": state.queue, "solver_converged": state.converged}
+        return solver_diagnostics(state)
 
 
 class _COLDQExpertState(eqx.Module):
@@ -330,7 +306,7 @@ class COLDQExpert(AbstractLearner):
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
         T = 30
         learner = cls(num_experts=3, kappa=T**-0.5, eta=T**-1.5, gamma=0.5 * T**1.5, solver="affine")
-        return [(learner, _regression_rounds())]
+        return [(learner, regression_rounds())]
 
     def prior(self, dtype=None) -> Array:
         """``w_1[m] = (M + 1) / (m (m + 1) M)``, ``m = 1..M`` (sums to one)."""
@@ -340,7 +316,7 @@ class COLDQExpert(AbstractLearner):
 
     def init(self, info, key):
         del key
-        x = _start(info.domain, self.start)
+        x = start_point(info.domain, self.start)
         M = self.num_experts
         log_w = jnp.log(self.prior(x.dtype))
         experts = jnp.broadcast_to(x, (M, *x.shape))
@@ -372,20 +348,7 @@ class COLDQExpert(AbstractLearner):
         alphas = self.alpha0 * t.astype(dtype) ** self.alpha_power / self.ratio**m
         grads = jax.vmap(feedback.grad)(experts)
 
-        def solve(c, alpha, z, q):
-            return hinge_prox_step(
-                feedback.problem,
-                feedback.data,
-                c,
-                alpha,
-                z,
-                q,
-                solver=self.solver,
-                tol=self.tol,
-                max_iter=self.max_iter,
-            )
-
-        sol = jax.vmap(solve)(grads, alphas, experts, queues)
+        sol = jax.vmap(lambda c, alpha, z, q: prox_step(self, feedback, c, alpha, z, q))(grads, alphas, experts, queues)
         new_experts = sol.x.astype(dtype)
         return _COLDQExpertState(
             experts=new_experts,
@@ -404,33 +367,3 @@ class COLDQExpert(AbstractLearner):
             "weights": jnp.exp(state.log_weights),
             "solver_converged": state.converged,
         }
-
-
-def _regression_rounds():
-    """The rounds of a small Fig. 1 problem (paper 003 §6.1) without its comparators (a light compile)."""
-    from ocokit.problems import CustomProblem, ProblemConstants, TimeVaryingRegression
-
-    regression = TimeVaryingRegression(dim=4, rows=3)  # K = [0, 5]^4, N = 2
-    return CustomProblem(
-        domain=regression.domain,
-        loss=lambda d, x: 0.5 * jnp.sum((d["H"] @ x - d["y"]) ** 2),
-        constraints=lambda d, x: d["A"] @ x - d["b"],
-        sampler=lambda key, t: regression.round_data(None, key, t),
-        constants=ProblemConstants(constraint_bound=20.0),  # |A x - b| <= 4 * 5 on K
-    )
-
-
-def _ball_problem():
-    """A small problem with a non-linear convex constraint (for the smooth solver's suite case)."""
-    from ocokit.problems import CustomProblem
-    from ocokit.sets import Box
-
-    def sampler(key, t):
-        return jax.random.uniform(key, (3,), minval=-1.0, maxval=1.0)
-
-    return CustomProblem(
-        domain=Box(-1.0, 1.0, dim=3),
-        loss=lambda c, x: jnp.sum((x - 2.0 * c) ** 2),
-        constraints=lambda c, x: jnp.array([jnp.sum((x - 0.3 * c) ** 2) - 0.25, jnp.sum(x) - 0.5]),
-        sampler=sampler,
-    )

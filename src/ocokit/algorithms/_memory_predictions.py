@@ -33,9 +33,11 @@ from ocokit.feedback import (
     ZEROTH_ORDER,
     FeedbackKind,
     direction_variance,
+    one_point_estimate,
     sample_direction,
     smoothing_law,
     truncated_gaussian_half_width,
+    two_point_quotient,
 )
 
 _ESTIMATORS = ("two_point", "one_point")
@@ -103,10 +105,10 @@ def _init_gradient(
     mask = (slots == r) if config.init_perturb == "last" else (slots >= 1)
     P = config.delta * _bcast(mask, shape) * u[None]
     if config.estimator == "two_point":
-        plus, minus = value(jnp.stack([w + P, w - P]))
-        g, calls = (plus - minus) / (2.0 * config.delta) * u, 2
+        plus, minus = value(jnp.stack([w + P, w - P]))  # one batched query of round r's model
+        g, calls = two_point_quotient(plus, minus, config.delta) * u, 2
     else:
-        g, calls = value((w + P)[None])[0] / config.delta * u, 1
+        g, calls = one_point_estimate(value((w + P)[None])[0], u, config.delta), 1
     if config.normalize_by_variance:
         g = g / direction_variance(config.law, shape, half_width=half_width)
     return g, calls
@@ -513,9 +515,7 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
             mask = (slots == r) if self.init_perturb == "last" else (slots >= 1)
             g = jnp.sum(jnp.where(_bcast(mask, shape), grad_w, 0.0), axis=0)
         else:
-            g, _ = _init_gradient(
-                self, lambda v: oracle.predict(r, v), w, slots, r, state.key, state.half_width
-            )
+            g, _ = _init_gradient(self, lambda v: oracle.predict(r, v), w, slots, r, state.key, state.half_width)
         g = jnp.where((r >= 1) & (r <= T), g, 0.0)
         xs = xs.at[0, (r + 1) % M].set(project(w[-1] - _eta(self, r) * g))
         stats = account(stats, r)
@@ -538,10 +538,9 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
                 dp = self.delta_prime
                 if self.estimator == "two_point":
                     plus, minus = oracle.predict(k, jnp.stack([w + dp * U, w - dp * U]))
-                    D = (plus - minus) / (2.0 * dp)
+                    G = two_point_quotient(plus, minus, dp) * U  # D^j_k u^j_i for every block i of the window
                 else:
-                    D = oracle.predict(k, (w + dp * U)[None])[0] / dp
-                G = D * U
+                    G = one_point_estimate(oracle.predict(k, (w + dp * U)[None])[0], U, dp)
                 if self.normalize_by_variance:
                     G = G / variance
             G = jnp.where((k >= 1) & (k <= T), G, 0.0)

@@ -12,49 +12,32 @@ COLDQ authors' code ``yituo-liu/TON26-COLDQ`` reduced to one agent (not the base
 against the original paper before claiming fidelity.
 """
 
-
-
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._hinge_prox import SOLVERS, hinge_prox_step
+from ocokit.algorithms._queue_common import (
+    STARTS,
+    QueueState,
+    check_solver_options,
+    fixed_program_rounds,
+    initial_fields,
+    job_rounds,
+    paper_table,
+    prox_step,
+    regression_rounds,
+    solver_diagnostics,
+)
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
-
-_STARTS = ("origin", "center")
-
-
-def _start(domain, start: str) -> Array:
-    c = domain.center()
-    return (domain.project(jnp.zeros_like(c)) if start == "origin" else c).astype(c.dtype)
-
-
-def _small_problems():
-    from ocokit.problems import JobScheduling, TimeVaryingRegression
-
-    jobs = JobScheduling.synthetic(
-        num_slots=40, regions=2, centres_per_region=3, arrival_rate=40.0, upper=50.0
-    )
-    return TimeVaryingRegression(dim=4, rows=3), jobs
-
 
 # --------------------------------------------------------------------------------------------------
 # RECOO
-
-
-class _PrimalDualState(eqx.Module):
-    x: Float[Array, " p"]  # the decision to play next, x_{t+1}
-    queue: Float[Array, " N"]  # the virtual queue after round t
-    t: Int[Array, ""]  # rounds absorbed so far
-    iterations: Int[Array, ""]  # inner iterations of the last update (dual Newton steps, or 1 projection)
-    converged: Bool[Array, ""]  # whether the last inner solve met its tolerance
-
 
 _RECOO_TABLES = {3: (0.5, 1.0), 4: (1.0, 7.0), 5: (1.0, 1.0), 6: (0.7, 1.0)}  # table -> (alpha, gamma)
 _QUEUE_USES = ("current", "previous")
@@ -127,13 +110,11 @@ class RECOO(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def __check_init__(self):
-        for name in ("alpha", "gamma", "eta", "tol"):
+        for name in ("alpha", "gamma", "eta"):
             _checks.positive(name, getattr(self, name))
         _checks.in_closed_interval("epsilon", self.epsilon, 0.0, 0.5)
-        _checks.positive_int("max_iter", self.max_iter)
         _checks.one_of("queue_uses", self.queue_uses, _QUEUE_USES)
-        _checks.one_of("solver", self.solver, SOLVERS)
-        _checks.one_of("start", self.start, _STARTS)
+        check_solver_options(self)
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, **options: Any) -> RECOO:
@@ -152,30 +133,21 @@ class RECOO(AbstractLearner):
         (LP) ``alpha_t = t^{1/2}``, ``gamma_t = t^{1/2+eps}``; Table 6 (jobs) ``alpha_t = 0.7 t^{1/2}``,
         ``gamma_t = t^{1/2+eps}``; always ``eta_t = t^{1/2}`` and ``eps = 0.01``."""
         del info
-        if table not in _RECOO_TABLES:
-            raise ValueError(f"table must be one of {sorted(_RECOO_TABLES)}, got {table!r}")
-        alpha, gamma = _RECOO_TABLES[table]
+        alpha, gamma = paper_table(_RECOO_TABLES, table)
         return cls(alpha=alpha, gamma=gamma, eta=1.0, epsilon=0.01, **options)
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        regression, jobs = _small_problems()
+        regression = regression_rounds()
         return [
             (cls(alpha=0.5, solver="affine"), regression),
             (cls(alpha=0.5, queue_uses="previous", solver="affine"), regression),
-            (cls(alpha=0.7, solver="smooth"), jobs),
+            (cls(alpha=0.7, solver="smooth"), job_rounds()),
         ]
 
     def init(self, info, key):
         del key
-        x = _start(info.domain, self.start)
-        return _PrimalDualState(
-            x=x,
-            queue=jnp.zeros((info.num_constraints,), x.dtype),
-            t=jnp.asarray(0, jnp.int32),
-            iterations=jnp.asarray(0, jnp.int32),
-            converged=jnp.asarray(True),
-        )
+        return QueueState(**initial_fields(info, self.start, 0.0))  # Q_1 = 0
 
     def decide(self, state):
         return state.x
@@ -191,24 +163,14 @@ class RECOO(AbstractLearner):
         if self.queue_uses == "current":
             grown = jnp.maximum(eta_t, queue + gamma_t * jnp.maximum(feedback.constraints(x), 0.0))
             queue = jnp.where(t >= 2, grown, queue)
-        sol = hinge_prox_step(
-            feedback.problem,
-            feedback.data,
-            feedback.grad(x),
-            alpha_t,
-            x,
-            gamma_t * queue,
-            solver=self.solver,
-            tol=self.tol,
-            max_iter=self.max_iter,
-        )
+        sol = prox_step(self, feedback, feedback.grad(x), alpha_t, x, gamma_t * queue)
         x_next = sol.x.astype(x.dtype)
         if self.queue_uses == "previous":
             queue = jnp.maximum(queue + gamma_t * jnp.maximum(feedback.constraints(x_next), 0.0), eta_t)
-        return _PrimalDualState(x_next, queue.astype(state.queue.dtype), t, sol.iterations, sol.converged)
+        return QueueState(x_next, queue.astype(state.queue.dtype), t, sol.iterations, sol.converged)
 
     def diagnostics(self, state):
-        return {"oracle_calls": state.iterations, "queue": state.queue, "solver_converged": state.converged}
+        return solver_diagnostics(state)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,14 +180,11 @@ _YI2021_TABLES = {4: (100.0, 2.5), 5: (2.0, 1.0)}  # table -> (alpha, gamma), c 
 _GAMMA_RULES = ("printed", "code")
 
 
-class _Yi2021State(eqx.Module):
-    x: Float[Array, " p"]
-    queue: Float[Array, " N"]  # q_t (q_hat adds the latest increment again)
+class _Yi2021State(QueueState):
+    """:class:`QueueState` (``queue`` is ``q_t``; ``q_hat`` adds the latest increment again) and the steps."""
+
     alpha: Float[Array, ""]
     gamma: Float[Array, ""]
-    t: Int[Array, ""]
-    iterations: Int[Array, ""]
-    converged: Bool[Array, ""]
 
 
 class Yi2021(AbstractLearner):
@@ -290,13 +249,11 @@ class Yi2021(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def __check_init__(self):
-        for name in ("alpha0", "gamma0", "tol"):
+        for name in ("alpha0", "gamma0"):
             _checks.positive(name, getattr(self, name))
         _checks.in_open_interval("c", self.c, 0.0, 1.0)
-        _checks.positive_int("max_iter", self.max_iter)
         _checks.one_of("gamma_rule", self.gamma_rule, _GAMMA_RULES)
-        _checks.one_of("solver", self.solver, SOLVERS)
-        _checks.one_of("start", self.start, _STARTS)
+        check_solver_options(self)
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, c: float = 0.5, **options: Any) -> Yi2021:
@@ -309,18 +266,14 @@ class Yi2021(AbstractLearner):
         """Paper 003 **[S]**: Table 4 (QP) ``alpha = 100 / T^{1/2}``, ``gamma = 2.5 / T^{c/2}``; Table 5 (LP)
         ``alpha = 2 / T^{1/2}``, ``gamma = 1 / T^{c/2}``; ``c = 0.5`` (``gamma_rule`` may be overridden)."""
         del info
-        if table not in _YI2021_TABLES:
-            raise ValueError(f"table must be one of {sorted(_YI2021_TABLES)}, got {table!r}")
-        alpha0, gamma0 = _YI2021_TABLES[table]
+        alpha0, gamma0 = paper_table(_YI2021_TABLES, table)
         return cls(alpha0=alpha0, gamma0=gamma0, c=0.5, **options)
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import OnlineLinearProgram, OnlineQuadraticProgram
-
         return [
-            (cls(alpha0=100.0, gamma0=2.5, solver="affine"), OnlineQuadraticProgram()),
-            (cls(alpha0=2.0, gamma0=1.0, gamma_rule="code", solver="affine"), OnlineLinearProgram()),
+            (cls(alpha0=100.0, gamma0=2.5, solver="affine"), fixed_program_rounds(quadratic=True)),
+            (cls(alpha0=2.0, gamma0=1.0, gamma_rule="code", solver="affine"), fixed_program_rounds(quadratic=False)),
         ]
 
     def steps(self, T: int, dtype=None) -> tuple[Array, Array]:
@@ -332,17 +285,10 @@ class Yi2021(AbstractLearner):
 
     def init(self, info, key):
         del key
-        x = _start(info.domain, self.start)
-        alpha, gamma = self.steps(info.horizon, x.dtype)
-        return _Yi2021State(
-            x=x,
-            queue=jnp.zeros((info.num_constraints,), x.dtype),
-            alpha=alpha.astype(x.dtype),
-            gamma=gamma.astype(x.dtype),
-            t=jnp.asarray(0, jnp.int32),
-            iterations=jnp.asarray(0, jnp.int32),
-            converged=jnp.asarray(True),
-        )
+        fields = initial_fields(info, self.start, 0.0)  # q_0 = 0
+        dtype = fields["x"].dtype
+        alpha, gamma = self.steps(info.horizon, dtype)
+        return _Yi2021State(**fields, alpha=alpha.astype(dtype), gamma=gamma.astype(dtype))
 
     def decide(self, state):
         return state.x
@@ -351,29 +297,19 @@ class Yi2021(AbstractLearner):
         increment = state.gamma * jnp.maximum(feedback.constraints(x), 0.0)
         queue = state.queue + increment  # q_{t}
         q_hat = queue + increment
-        sol = hinge_prox_step(
-            feedback.problem,
-            feedback.data,
-            feedback.grad(x),
-            1.0 / state.alpha,
-            x,
-            state.gamma * q_hat,
-            solver=self.solver,
-            tol=self.tol,
-            max_iter=self.max_iter,
-        )
+        sol = prox_step(self, feedback, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
         return _Yi2021State(
-            sol.x.astype(x.dtype),
-            queue.astype(state.queue.dtype),
-            state.alpha,
-            state.gamma,
-            state.t + 1,
-            sol.iterations,
-            sol.converged,
+            x=sol.x.astype(x.dtype),
+            queue=queue.astype(state.queue.dtype),
+            t=state.t + 1,
+            iterations=sol.iterations,
+            converged=sol.converged,
+            alpha=state.alpha,
+            gamma=state.gamma,
         )
 
     def diagnostics(self, state):
-        return {"oracle_calls": state.iterations, "queue": state.queue, "solver_converged": state.converged}
+        return solver_diagnostics(state)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -445,7 +381,7 @@ class Yi2023(AbstractLearner):
             _checks.positive(name, getattr(self, name))
         _checks.in_open_interval("kappa", self.kappa, 0.0, 1.0)
         _checks.one_of("dual_step", self.dual_step, _DUAL_STEPS)
-        _checks.one_of("start", self.start, _STARTS)
+        _checks.one_of("start", self.start, STARTS)
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, kappa: float = 0.5, **options: Any) -> Yi2023:
@@ -458,30 +394,21 @@ class Yi2023(AbstractLearner):
         """Paper 003 **[S]**: Table 3 (time-varying) ``alpha_t = 3/sqrt(t)``, ``gamma_t = 0.1/sqrt(t)``,
         ``beta_t = 5/sqrt(t)``; Table 6 (jobs) ``alpha_t = 100/sqrt(t)``, ``gamma_t = beta_t = 1/sqrt(t)``."""
         del info
-        if table not in _YI2023_TABLES:
-            raise ValueError(f"table must be one of {sorted(_YI2023_TABLES)}, got {table!r}")
-        alpha, gamma, beta = _YI2023_TABLES[table]
+        alpha, gamma, beta = paper_table(_YI2023_TABLES, table)
         return cls(alpha=alpha, gamma=gamma, beta=beta, kappa=0.5, **options)
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        regression, jobs = _small_problems()
+        regression = regression_rounds()
         return [
             (cls(alpha=3.0, gamma=0.1, beta=5.0), regression),
             (cls(alpha=3.0, gamma=0.1, beta=5.0, dual_step="beta"), regression),
-            (cls(alpha=1.0, gamma=1.0, beta=1.0), jobs),
+            (cls(alpha=1.0, gamma=1.0, beta=1.0), job_rounds()),
         ]
 
     def init(self, info, key):
         del key
-        x = _start(info.domain, self.start)
-        return _PrimalDualState(
-            x=x,
-            queue=jnp.zeros((info.num_constraints,), x.dtype),
-            t=jnp.asarray(0, jnp.int32),
-            iterations=jnp.asarray(0, jnp.int32),
-            converged=jnp.asarray(True),
-        )
+        return QueueState(**initial_fields(info, self.start, 0.0))  # q_1 = 0
 
     def decide(self, state):
         return state.x
@@ -498,11 +425,9 @@ class Yi2023(AbstractLearner):
         S = jnp.where(active, jnp.reshape(feedback.constraints_jacobian(x), (g.shape[0], x.shape[0])), 0.0)
         omega = feedback.grad(x) + S.T @ state.queue
         x_next = feedback.problem.domain.project(x - alpha_s * omega).astype(x.dtype)
-        queue = jnp.maximum(
-            0.0, (1.0 - reg * step) * state.queue + step * (jnp.maximum(g, 0.0) + S @ (x_next - x))
-        )
+        queue = jnp.maximum(0.0, (1.0 - reg * step) * state.queue + step * (jnp.maximum(g, 0.0) + S @ (x_next - x)))
         one = jnp.asarray(1, jnp.int32)
-        return _PrimalDualState(x_next, queue.astype(state.queue.dtype), t, one, jnp.asarray(True))
+        return QueueState(x_next, queue.astype(state.queue.dtype), t, one, jnp.asarray(True))
 
     def diagnostics(self, state):
         return {"oracle_calls": state.iterations, "queue": state.queue}

@@ -56,7 +56,7 @@ from ocokit.experiments._base import (
     register,
 )
 from ocokit.problems import OnlineMatrixCompletion
-from ocokit.results import atomic_write_json, run_path
+from ocokit.results import atomic_write_json, config_hash
 
 GRID = tuple(10.0**k for k in range(-5, 6))
 """The paper's hyperparameter grid {10^-5, 10^-4, ..., 10^5}."""
@@ -230,13 +230,9 @@ class MatrixCompletionExperiment(AbstractExperiment):
         try:
             return loader(data_dir, **kwargs)
         except FileNotFoundError as err:
-            raise FileNotFoundError(
-                f"experiment {self.name!r} needs the {self.dataset} ratings: {err}"
-            ) from err
+            raise FileNotFoundError(f"experiment {self.name!r} needs the {self.dataset} ratings: {err}") from err
 
-    def _inner(
-        self, algorithms_: tuple[Algorithm, ...], problem: OnlineMatrixCompletion | None
-    ) -> StandardExperiment:
+    def _inner(self, algorithms_: tuple[Algorithm, ...], problem: OnlineMatrixCompletion | None) -> StandardExperiment:
         return StandardExperiment(
             name=self.name, paper=self.paper, title=self.title,
             make_problem=lambda T, data_dir, options: problem, algorithms=algorithms_,
@@ -266,19 +262,14 @@ class MatrixCompletionExperiment(AbstractExperiment):
                 "knob": m.knob, "grid": GRID, "T": T, "seeds": keys, "criterion": CRITERION,
                 "learner": eqx.tree_pformat(base, short_arrays=False), "problem": eqx.tree_pformat(problem),
             }  # fmt: skip
-            path = (
-                None
-                if out is None
-                else run_path(out / "tuning", self.name, m.label, config).with_suffix(".json")
-            )
+            name = f"{m.label}-{config_hash({'experiment': self.name, **config})}.json"
+            path = None if out is None else Path(out) / "tuning" / name
             if path is not None and path.exists():
                 table[m.label] = json.loads(path.read_text())
                 progress.advance(f"tune {m.label}")
                 continue
             grid = stack([scale_knob(base, m.knob, s) for s in GRID])
-            traj = sweep(
-                grid, problem, T, keys, batched_learner=True, chunk_size=len(GRID) * seeds, throw=False
-            )
+            traj = sweep(grid, problem, T, keys, batched_learner=True, chunk_size=len(GRID) * seeds, throw=False)
             loss = metrics.cumulative_loss(traj)[..., -1]
             ccv = metrics.hard_violation(traj)[..., -1]
             ok = np.asarray(traj.first_bad_round) < 0
@@ -314,9 +305,7 @@ class MatrixCompletionExperiment(AbstractExperiment):
                 "seeds": [TUNE_SEED_OFFSET + s for s in range(tune_seeds)], "methods": table,
             })  # fmt: skip
             chosen = {label: row["chosen"] for label, row in table.items()}
-            algos = self._algorithms(
-                {**TUNED[self.name], **chosen}, f"tuned now, T = {tune_T}, see tuning.json"
-            )
+            algos = self._algorithms({**TUNED[self.name], **chosen}, f"tuned now, T = {tune_T}, see tuning.json")
         problem_options = {k: v for k, v in options.items() if k in _PROBLEM_OPTIONS}
         return self._inner(algos, problem).run(
             T=T, seeds=seeds, out=out, data_dir=data_dir, options=problem_options, progress=progress
@@ -349,9 +338,7 @@ MATRIX_COMPLETION_FILMTRUST = register(
         title="Online matrix completion, FilmTrust, bandit feedback",
         dataset="filmtrust",
         methods=("BFW-TVC", "SCBFW-TVC", "LBPM"),
-        claims=(
-            Claim("BFW-TVC and SCBFW-TVC each have a lower cumulative loss and CCV than LBPM", _claim_bandit),
-        ),
+        claims=(Claim("BFW-TVC and SCBFW-TVC each have a lower cumulative loss and CCV than LBPM", _claim_bandit),),
         default_T=HORIZONS["matrix-completion-filmtrust"],
     )
 )

@@ -18,10 +18,11 @@ Extra references, labelled as such and not in the paper's figures: COLDQ-Expert 
 parameters) and the Yu-Neely-Wei drift-plus-penalty algorithm (theory parameters ``V = sqrt T``,
 ``alpha = T``); ``--option extras=false`` leaves them out.
 
-Options (``--option key=value``): ``extras`` (true/false); ``recoo_queue`` (``current``/``previous``: RECOO's
-queue reading, :class:`~ocokit.algorithms.RECOO`); ``yi2021_gamma_rule`` (``printed``/``code``) for
-Figs. 2-3; ``yi2023_dual_step`` (``gamma``/``beta``) for Figs. 1 and 4; for ``job-scheduling`` also
-``prices`` (``auto``/``real``/``synthetic``/``nyiso``), ``nyiso_path`` (a NYISO 5-minute LBMP export, for
+Options (``--option key=value``): ``algorithms`` (comma-separated labels: run only these); ``extras``
+(true/false); ``recoo_queue`` (``current``/``previous``: RECOO's queue reading,
+:class:`~ocokit.algorithms.RECOO`); ``yi2021_gamma_rule`` (``printed``/``code``) for Figs. 2-3;
+``yi2023_dual_step`` (``gamma``/``beta``) for Figs. 1 and 4; for ``job-scheduling`` also ``prices``
+(``auto``/``real``/``synthetic``/``nyiso``), ``nyiso_path`` (a NYISO 5-minute LBMP export, for
 ``prices=nyiso``) and ``start_hour`` (first hour of the hourly price window, default 2880 = May 1).
 
 Figs. 2-3 draw the hard violation on a log scale (COLDQ's is ~1e-9, RECOO's ~1, the third baseline's
@@ -49,6 +50,7 @@ from ocokit.experiments._base import (
     final,
     register,
 )
+from ocokit.experiments._options import choice, flag
 from ocokit.problems import (
     AbstractProblem,
     JobScheduling,
@@ -66,23 +68,7 @@ YNW_LABEL = "Yu-Neely-Wei DPP (extra reference)"
 EXPERT_LABEL = "COLDQ-Expert (extra reference)"
 _EXTRA_NOTE = "not in the paper's figure"
 
-_COMMON_OPTIONS = ("extras", "recoo_queue")
-
-
-def _choice(options: Mapping[str, str], key: str, allowed: tuple[str, ...], default: str) -> str:
-    value = options.get(key, default)
-    if value not in allowed:
-        raise ValueError(f"option {key} must be one of {list(allowed)}, got {value!r}")
-    return value
-
-
-def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
-    value = options.get(key)
-    if value is None:
-        return default
-    if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-        raise ValueError(f"option {key} must be true or false, got {value!r}")
-    return value.lower() in ("true", "1", "yes")
+_COMMON_OPTIONS = ("algorithms", "extras", "recoo_queue")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -149,7 +135,7 @@ CLAIM_FIG4 = Claim(
 
 
 def _extras(options: Mapping[str, str]) -> list[Algorithm]:
-    if not _flag(options, "extras", True):
+    if not flag(options, "extras", True):
         return []
     return [
         Algorithm(
@@ -169,36 +155,51 @@ def _coldq(table: int) -> Algorithm:
     )
 
 
-def _recoo(table: int, options: Mapping[str, str]) -> Algorithm:
-    queue = _choice(options, "recoo_queue", ("current", "previous"), "current")
-    return Algorithm(
-        "RECOO",
-        lambda info: RECOO.from_paper(info, table=table, queue_uses=queue),
-        f"Table {table}, queue_uses={queue}; update rule from the COLDQ authors' code (spec baselines.md §4)",
-    )
+def _baseline(
+    label: str, cls: type, option: str, field: str, allowed: tuple[str, ...], note: str
+) -> Callable[[int, Mapping[str, str]], Algorithm]:
+    """``make(table, options)``: ``cls.from_paper(info, table=table, field=<option>)``, the option's first
+    allowed value by default; ``note`` is formatted with ``table`` and ``value``."""
+
+    def make(table: int, options: Mapping[str, str]) -> Algorithm:
+        value = choice(options, option, allowed, allowed[0])
+        return Algorithm(
+            label,
+            lambda info: cls.from_paper(info, table=table, **{field: value}),
+            note.format(table=table, value=value),
+        )
+
+    return make
 
 
-def _yi2021(table: int, options: Mapping[str, str]) -> Algorithm:
-    rule = _choice(options, "yi2021_gamma_rule", ("printed", "code"), "printed")
-    return Algorithm(
-        "Yi et al. 2021",
-        lambda info: Yi2021.from_paper(info, table=table, gamma_rule=rule),
-        f"Alg. 1, Table {table}, gamma_rule={rule}; rule from the COLDQ authors' code (baselines.md §5)",
-    )
-
-
-def _yi2023(table: int, options: Mapping[str, str]) -> Algorithm:
-    step = _choice(options, "yi2023_dual_step", ("gamma", "beta"), "gamma")
-    return Algorithm(
-        "Yi et al. 2023",
-        lambda info: Yi2023.from_paper(info, table=table, dual_step=step),
-        f"Alg. 1 (one agent), Table {table}, dual_step={step}; update rule from the COLDQ authors' code "
-        "(baselines.md §6)",
-    )
+_recoo = _baseline(
+    "RECOO",
+    RECOO,
+    "recoo_queue",
+    "queue_uses",
+    ("current", "previous"),
+    "Table {table}, queue_uses={value}; update rule from the COLDQ authors' code (spec baselines.md §4)",
+)
+_yi2021 = _baseline(
+    "Yi et al. 2021",
+    Yi2021,
+    "yi2021_gamma_rule",
+    "gamma_rule",
+    ("printed", "code"),
+    "Alg. 1, Table {table}, gamma_rule={value}; rule from the COLDQ authors' code (baselines.md §5)",
+)
+_yi2023 = _baseline(
+    "Yi et al. 2023",
+    Yi2023,
+    "yi2023_dual_step",
+    "dual_step",
+    ("gamma", "beta"),
+    "Alg. 1 (one agent), Table {table}, dual_step={value}; update rule from the COLDQ authors' code (baselines.md §6)",
+)
 
 
 def _job_problem(T: int, data_dir: Path | None, options: Mapping[str, str]) -> JobScheduling:
-    source = _choice(options, "prices", ("auto", "real", "synthetic", "nyiso"), "auto")
+    source = choice(options, "prices", ("auto", "real", "synthetic", "nyiso"), "auto")
     start_hour = int(options.get("start_hour", MAY_FIRST_HOUR))
     if source == "nyiso":
         if "nyiso_path" not in options:
@@ -265,7 +266,7 @@ class Paper003Experiment(AbstractExperiment):
             paper=self.paper,
             title=self.title,
             make_problem=make_problem,
-            algorithms=self.make_algorithms(options),
+            algorithms=_select(self.make_algorithms(options), options),
             panels=self.panels,
             default_T=self.default_T,
             default_seeds=self.default_seeds,
@@ -302,6 +303,17 @@ class Paper003Experiment(AbstractExperiment):
         return figure
 
 
+def _select(algorithms: list[Algorithm], options: Mapping[str, str]) -> list[Algorithm]:
+    """The algorithms named by the option ``algorithms`` (comma-separated labels), in their order; all without it."""
+    if "algorithms" not in options:
+        return algorithms
+    chosen = [label.strip() for label in options["algorithms"].split(",") if label.strip()]
+    valid = [a.label for a in algorithms]
+    if not chosen or any(label not in valid for label in chosen):
+        raise ValueError(f"option algorithms must list labels among {valid}, got {options['algorithms']!r}")
+    return [a for a in algorithms if a.label in chosen]
+
+
 def _describe(problem: AbstractProblem) -> dict[str, Any]:
     info = {"class": type(problem).__name__}
     if isinstance(problem, JobScheduling):
@@ -314,83 +326,91 @@ def _annotate(out: Path, extra: Mapping[str, Any]) -> None:
     atomic_write_json(path, {**json.loads(path.read_text()), **extra})
 
 
-TIME_VARYING_REGRESSION = register(
-    Paper003Experiment(
-        name="time-varying-regression",
-        paper="003 Fig. 1",
-        title="Time-varying regression, time-varying linear constraints",
-        make_problem=lambda T, data_dir, options: TimeVaryingRegression(),
-        make_algorithms=lambda options: [
-            _coldq(3),
-            _recoo(3, options),
-            _yi2023(3, options),
-            *_extras(options),
-        ],
-        panels=("cumulative_loss", "hard_violation"),
-        claims=(CLAIM_FIG1,),
-        default_T=1000,
-        extra_options=("yi2023_dual_step",),
+def _figure(
+    *,
+    name: str,
+    figure: int,
+    title: str,
+    make_problem: Callable[[int, Path | None, Mapping[str, str]], AbstractProblem],
+    table: int,
+    third: Callable[[int, Mapping[str, str]], Algorithm],
+    third_option: str,
+    claim: Claim,
+    default_T: int,
+    panels: tuple[str, ...] = ("cumulative_loss", "hard_violation"),
+    logy: tuple[str, ...] = (),
+    extra_options: tuple[str, ...] = (),
+) -> Paper003Experiment:
+    """Register Fig. ``figure``: COLDQ, RECOO and the third baseline with Table ``table``, then the extras."""
+    return register(
+        Paper003Experiment(
+            name=name,
+            paper=f"003 Fig. {figure}",
+            title=title,
+            make_problem=make_problem,
+            make_algorithms=lambda options: [
+                _coldq(table),
+                _recoo(table, options),
+                third(table, options),
+                *_extras(options),
+            ],
+            panels=panels,
+            claims=(claim,),
+            default_T=default_T,
+            extra_options=(third_option, *extra_options),
+            logy=logy,
+        )
     )
-)
 
-ONLINE_QP = register(
-    Paper003Experiment(
-        name="online-qp",
-        paper="003 Fig. 2",
-        title="Online quadratic programming, fixed constraints",
-        make_problem=lambda T, data_dir, options: OnlineQuadraticProgram(),
-        make_algorithms=lambda options: [
-            _coldq(4),
-            _recoo(4, options),
-            _yi2021(4, options),
-            *_extras(options),
-        ],
-        panels=("cumulative_loss", "hard_violation"),
-        claims=(CLAIM_FIXED,),
-        default_T=5000,
-        extra_options=("yi2021_gamma_rule",),
-        logy=("hard_violation",),
-    )
-)
 
-ONLINE_LP = register(
-    Paper003Experiment(
-        name="online-lp",
-        paper="003 Fig. 3",
-        title="Online linear programming, fixed constraints",
-        make_problem=lambda T, data_dir, options: OnlineLinearProgram(),
-        make_algorithms=lambda options: [
-            _coldq(5),
-            _recoo(5, options),
-            _yi2021(5, options),
-            *_extras(options),
-        ],
-        panels=("cumulative_loss", "hard_violation"),
-        claims=(CLAIM_FIXED,),
-        default_T=5000,
-        extra_options=("yi2021_gamma_rule",),
-        logy=("hard_violation",),
-    )
+TIME_VARYING_REGRESSION = _figure(
+    name="time-varying-regression",
+    figure=1,
+    title="Time-varying regression, time-varying linear constraints",
+    make_problem=lambda T, data_dir, options: TimeVaryingRegression(),
+    table=3,
+    third=_yi2023,
+    third_option="yi2023_dual_step",
+    claim=CLAIM_FIG1,
+    default_T=1000,
 )
-
-JOB_SCHEDULING = register(
-    Paper003Experiment(
-        name="job-scheduling",
-        paper="003 Fig. 4",
-        title="Online job scheduling across 100 data centres",
-        make_problem=_job_problem,
-        make_algorithms=lambda options: [
-            _coldq(6),
-            _recoo(6, options),
-            _yi2023(6, options),
-            *_extras(options),
-        ],
-        panels=("time_average_loss", "time_average_hard_violation"),
-        claims=(CLAIM_FIG4,),
-        default_T=2880,
-        extra_options=("yi2023_dual_step", "prices", "nyiso_path", "start_hour"),
-        logy=("time_average_hard_violation",),
-    )
+ONLINE_QP = _figure(
+    name="online-qp",
+    figure=2,
+    title="Online quadratic programming, fixed constraints",
+    make_problem=lambda T, data_dir, options: OnlineQuadraticProgram(),
+    table=4,
+    third=_yi2021,
+    third_option="yi2021_gamma_rule",
+    claim=CLAIM_FIXED,
+    default_T=5000,
+    logy=("hard_violation",),
+)
+ONLINE_LP = _figure(
+    name="online-lp",
+    figure=3,
+    title="Online linear programming, fixed constraints",
+    make_problem=lambda T, data_dir, options: OnlineLinearProgram(),
+    table=5,
+    third=_yi2021,
+    third_option="yi2021_gamma_rule",
+    claim=CLAIM_FIXED,
+    default_T=5000,
+    logy=("hard_violation",),
+)
+JOB_SCHEDULING = _figure(
+    name="job-scheduling",
+    figure=4,
+    title="Online job scheduling across 100 data centres",
+    make_problem=_job_problem,
+    table=6,
+    third=_yi2023,
+    third_option="yi2023_dual_step",
+    claim=CLAIM_FIG4,
+    default_T=2880,
+    panels=("time_average_loss", "time_average_hard_violation"),
+    logy=("time_average_hard_violation",),
+    extra_options=("prices", "nyiso_path", "start_hour"),
 )
 
 __all__ = ["JOB_SCHEDULING", "ONLINE_LP", "ONLINE_QP", "TIME_VARYING_REGRESSION", "Paper003Experiment"]

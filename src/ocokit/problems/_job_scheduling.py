@@ -1,7 +1,5 @@
 """Online job scheduling across data centres (paper 003 §6.4, Fig. 4; Yu, Neely and Wei 2017 style)."""
 
-
-
 from __future__ import annotations
 
 import math

@@ -134,16 +134,12 @@ class OnlineMatrixCompletion(AbstractProblem):
         _checks.one_of("sampling", sampling, SAMPLINGS)
         _checks.positive_int("batch_size", batch_size)
         if sampling == "entry" and batch_size != 1:
-            raise ValueError(
-                f"batch_size must be 1 with sampling='entry', got {batch_size} (use 'minibatch')"
-            )
+            raise ValueError(f"batch_size must be 1 with sampling='entry', got {batch_size} (use 'minibatch')")
         _checks.positive("radius", radius)
         values = np.asarray(ratings.ratings, dtype=float)
         if values.size == 0:
             raise ValueError("ratings must hold at least one observed entry")
-        self.domain = NuclearNormBall(
-            (ratings.n_users, ratings.n_items), radius, tol=lmo_tol, max_iter=lmo_max_iter
-        )
+        self.domain = NuclearNormBall((ratings.n_users, ratings.n_items), radius, tol=lmo_tol, max_iter=lmo_max_iter)
         self.users = jnp.asarray(ratings.users, dtype=jnp.int32)
         self.items = jnp.asarray(ratings.items, dtype=jnp.int32)
         self.ratings = jnp.asarray(values)
@@ -176,9 +172,7 @@ class OnlineMatrixCompletion(AbstractProblem):
         del episode, t
         k_entries, k_p = jax.random.split(key)
         # float32 draws (half the random bits of float64; the RNG dominates a round's cost at 943 x 1682)
-        PT = jax.random.uniform(k_p, self.shape, jnp.float32, minval=-1.0, maxval=1.0).astype(
-            self.ratings.dtype
-        )
+        PT = jax.random.uniform(k_p, self.shape, jnp.float32, minval=-1.0, maxval=1.0).astype(self.ratings.dtype)
         data = {"PT": PT}
         if self.sampling != "all":
             data["index"] = jax.random.randint(k_entries, (self.batch_size,), 0, self.ratings.shape[0])
@@ -206,9 +200,7 @@ class OnlineMatrixCompletion(AbstractProblem):
             grad, smooth = self.batch_size * (self.rho + self.rating_max), float(self.batch_size)
         return ProblemConstants(
             grad_bound=grad,
-            loss_bound=0.5
-            * grad
-            * (self.rho + (self.ratings_norm if self.sampling == "all" else self.rating_max)),
+            loss_bound=0.5 * grad * (self.rho + (self.ratings_norm if self.sampling == "all" else self.rating_max)),
             constraint_bound=self.rho * math.sqrt(m * n),
             constraint_grad_bound=math.sqrt(m * n),
             strong_convexity=0.0,

@@ -42,9 +42,7 @@ def _haar_orthogonal(key: PRNGKeyArray, n: int, dtype: Any) -> Array:
     return Q
 
 
-def random_quadratic(
-    key: PRNGKeyArray, n: int, mu: float, beta: float, b_scale: float
-) -> tuple[Array, Array]:
+def random_quadratic(key: PRNGKeyArray, n: int, mu: float, beta: float, b_scale: float) -> tuple[Array, Array]:
     """``(A, B)``: ``A = Q diag(lam) Q^T`` with Q Haar-orthogonal ``n x n`` and ``lam_i ~ U[mu, beta]``,
     ``B_i ~ U[-b_scale, b_scale]`` (the instance generator inferred in spec paper002.md §6 B1)."""
     dtype = jnp.result_type(float)
@@ -162,11 +160,7 @@ class QuadraticWithMemory(AbstractProblem):
             raise ValueError("sampler must be a callable (key, t) -> (A, B)")
         _checks.positive("solver_tol", solver_tol)
         _checks.positive_int("solver_max_iter", solver_max_iter)
-        x0 = (
-            domain.center()
-            if x0 is None
-            else jnp.broadcast_to(jnp.asarray(x0, jnp.result_type(float)), domain.shape)
-        )
+        x0 = domain.center() if x0 is None else jnp.broadcast_to(jnp.asarray(x0, jnp.result_type(float)), domain.shape)
         if not bool(domain.contains(x0, atol=1e-9)):
             raise ValueError(f"x0 must lie in the domain, got {x0}")
         self.domain, self.x0, self.h = domain, x0, int(memory)
@@ -178,9 +172,7 @@ class QuadraticWithMemory(AbstractProblem):
         n = self.h * self.dim
         A, B = jax.eval_shape(self._sample, jax.random.PRNGKey(0), jnp.asarray(1, jnp.int32))
         if A.shape != (n, n) or B.shape != (n,):
-            raise ValueError(
-                f"sampler must return A of shape {(n, n)} and B of shape {(n,)}, got {A.shape}, {B.shape}"
-            )
+            raise ValueError(f"sampler must return A of shape {(n, n)} and B of shape {(n,)}, got {A.shape}, {B.shape}")
 
     @property
     def dim(self) -> int:

@@ -171,7 +171,7 @@ def polygon_qp(p: Array, q: Float[Array, " 2"], G: Float[Array, "m 2"], h: Float
     candidates = jnp.concatenate([c[None, :], on_lines, vertices])
     usable = jnp.concatenate([positive[None], jnp.broadcast_to(positive, (m,)) & (norms > 0), ok])
     slack = 1e-9 * (1.0 + jnp.abs(h))
-    feasible = usable & jnp.all(candidates @ G.T <= h + slack, axis=1)
+    feasible = usable & jnp.all(candidates @ G.T <= (h + slack)[None, :], axis=1)
     values = 0.5 * p * jnp.sum(candidates**2, axis=1) + candidates @ q
     return candidates[jnp.argmin(jnp.where(feasible, values, jnp.inf))]
 
@@ -189,11 +189,23 @@ _POSITIVE_WINDOWS = ((1501, 1999), (3501, 3999))
 
 
 class _AbstractFixedConstraintProgram(AbstractProblem):
-    """Shared data of the online QP and LP of paper 003 §6.2-§6.3 (theta_t schedule, fixed A, b)."""
+    """Shared data of the online QP and LP of paper 003 §6.2-§6.3 (theta_t schedule, fixed A, b).
 
-    domain: eqx.AbstractVar[Box]
-    horizon: eqx.AbstractVar[int]
-    positive_windows: eqx.AbstractVar[tuple[tuple[int, int], ...]]
+    Args:
+        horizon: the T the constants (gradient bound) are computed for (the paper's 5000); the run's
+            own T sets the permutation length.
+        positive_windows: inclusive slot windows where ``theta^2`` is drawn from ``U(0, 1)``.
+    """
+
+    domain: Box
+    horizon: int = eqx.field(static=True)
+    positive_windows: tuple[tuple[int, int], ...] = eqx.field(static=True)
+
+    def __init__(self, horizon: int = 5000, positive_windows=_POSITIVE_WINDOWS):
+        _checks.positive_int("horizon", horizon)
+        self.domain = Box(0.0, 1.0, dim=2)
+        self.horizon = horizon
+        self.positive_windows = tuple((int(a), int(b)) for a, b in positive_windows)
 
     @property
     def num_constraints(self) -> int:
@@ -282,16 +294,6 @@ class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
         (2,)
     """
 
-    domain: Box
-    horizon: int = eqx.field(static=True)
-    positive_windows: tuple[tuple[int, int], ...] = eqx.field(static=True)
-
-    def __init__(self, horizon: int = 5000, positive_windows=_POSITIVE_WINDOWS):
-        _checks.positive_int("horizon", horizon)
-        self.domain = Box(0.0, 1.0, dim=2)
-        self.horizon = horizon
-        self.positive_windows = tuple((int(a), int(b)) for a, b in positive_windows)
-
     def loss(self, data, x):
         theta = data["theta"]
         d = x - theta
@@ -329,16 +331,6 @@ class OnlineLinearProgram(_AbstractFixedConstraintProgram):
         >>> problem.num_constraints
         3
     """
-
-    domain: Box
-    horizon: int = eqx.field(static=True)
-    positive_windows: tuple[tuple[int, int], ...] = eqx.field(static=True)
-
-    def __init__(self, horizon: int = 5000, positive_windows=_POSITIVE_WINDOWS):
-        _checks.positive_int("horizon", horizon)
-        self.domain = Box(0.0, 1.0, dim=2)
-        self.horizon = horizon
-        self.positive_windows = tuple((int(a), int(b)) for a, b in positive_windows)
 
     def loss(self, data, x):
         return jnp.dot(data["theta"], x)

@@ -1,0 +1,159 @@
+"""The queue and the Lyapunov surrogate shared by the TVC family of paper 000 (spec paper000.md §2.1-2.2).
+
+All four learners (:mod:`ocokit.algorithms._tvc`, :mod:`ocokit.algorithms._bandit_tvc`) run a Frank-Wolfe
+method on the Lyapunov drift-plus-penalty surrogate (eq. 6 of 000)
+
+    tilde f_t(x) = gamma beta f_t(x) + Phi'(beta Q_t) beta g_t^+(x),    Q_t = Q_{t-1} + g_t^+(x_t)   (eq. 4),
+
+written once here (:func:`lyapunov_prime`, :func:`queue_step`, the two surrogates), with the doubling of the
+surrogate-gradient bound (:func:`double_until`), the theory constants and the parameter checks. Several
+constraint functions are reduced to ``g_t = max_n g_t^n`` (spec §1.1), so ``Q_t`` is the CCV of that maximum.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array
+
+from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo
+from ocokit.problems._base import AbstractProblem
+
+PHIS = ("exp", "square_plus_linear", "square", "linear")
+"""Lyapunov functions: ``exp(lam x) - 1`` (Thms 1, 3), ``x^2 + x`` (Thm 2), ``x^2`` (Thm 4), ``x`` (G&K)."""
+
+_EXP_CAP = 600.0  # exp(600) ~ 1e260: Phi' stays finite for any queue (spec §7 item 17)
+_BOUND_CAP = 1e300
+
+
+def lyapunov_prime(phi: str, x: Any, lam: Any = 1.0) -> Array:
+    """``Phi'(x)`` for the Lyapunov function ``phi`` (one of :data:`PHIS`; ``lam`` scales ``"exp"``).
+
+    ``exp``: ``lam exp(lam x)`` with the exponent capped at 600 (finite for any queue);
+    ``square_plus_linear``: ``2x + 1``; ``square``: ``2x``; ``linear``: ``1``.
+    """
+    x = jnp.asarray(x)
+    if phi == "exp":
+        return lam * jnp.exp(jnp.minimum(lam * x, _EXP_CAP))
+    if phi == "square_plus_linear":
+        return 2.0 * x + 1.0
+    if phi == "square":
+        return 2.0 * x
+    if phi == "linear":
+        return jnp.ones_like(x)
+    raise ValueError(f"phi must be one of {sorted(PHIS)}, got {phi!r}")
+
+
+def lyapunov(phi: str, x: Any, lam: Any = 1.0) -> Array:
+    """``Phi(x)``: ``exp(lam x) - 1``, ``x^2 + x``, ``x^2`` or ``x`` (Definition 1 of 000)."""
+    x = jnp.asarray(x)
+    if phi == "exp":
+        return jnp.expm1(jnp.minimum(lam * x, _EXP_CAP))
+    if phi == "square_plus_linear":
+        return x * x + x
+    if phi == "square":
+        return x * x
+    if phi == "linear":
+        return x
+    raise ValueError(f"phi must be one of {sorted(PHIS)}, got {phi!r}")
+
+
+def queue_step(Q: Array, g: Array, beta: Any, phi: str, lam: Any) -> tuple[Array, Array]:
+    """Eq. (4) then the weight of eq. (6): ``Q_t = Q_{t-1} + g_t^+`` and ``w_t = Phi'(beta Q_t)``.
+
+    The queue is updated first, so round t's surrogate uses ``Q_t`` (spec §7 item 2).
+    """
+    Q = Q + jnp.maximum(g, 0.0)
+    return Q, lyapunov_prime(phi, beta * Q, lam)
+
+
+def _max_constraint(values: Array) -> Array:
+    return jnp.max(values) if values.shape[0] else jnp.zeros((), values.dtype)
+
+
+def full_information_surrogate(learner, feedback, x, Q):
+    """``(grad tilde f_t(x_t), Q_t, w_t)`` from first-order feedback (eq. 6 and spec §2.1)."""
+    g, grad_g = jax.value_and_grad(lambda z: _max_constraint(feedback.constraints(z)))(x)
+    Q, w = queue_step(Q, g, learner.beta, learner.phi, learner.lam)
+    active = (g > 0).astype(x.dtype)  # h_t = grad g_t 1[g_t(x_t) > 0]
+    grad = learner.gamma * learner.beta * feedback.grad(x) + w * learner.beta * active * grad_g
+    return grad, Q, w
+
+
+def bandit_surrogate(learner, feedback, Q):
+    """``(tilde f_t(x_t), Q_t, w_t)`` from the two observed values (eq. 6 at the played point)."""
+    g = _max_constraint(feedback.constraints)
+    Q, w = queue_step(Q, g, learner.beta, learner.phi, learner.lam)
+    value = learner.gamma * learner.beta * feedback.loss + w * learner.beta * jnp.maximum(g, 0.0)
+    return value, Q, w
+
+
+def double_until(G_tilde: Array, bound: Array) -> Array:
+    """Steps 5-7 of Alg. 1: double ``G_tilde`` until ``G_tilde >= bound`` (closed form; never shrinks)."""
+    bound = jnp.minimum(jnp.nan_to_num(bound, nan=0.0), _BOUND_CAP)
+    ratio = bound / G_tilde
+    k = jnp.where(ratio > 1.0, jnp.ceil(jnp.log2(jnp.maximum(ratio, 1.0))), 0.0).astype(jnp.int32)
+    new = jnp.ldexp(G_tilde, k)
+    new = jnp.where(new < bound, 2.0 * new, new)  # rounding of log2 in either direction
+    return jnp.where((k > 0) & (new / 2.0 >= bound) & (new / 2.0 >= G_tilde), new / 2.0, new)
+
+
+def restart_if_doubled(G_tilde: Array, bound: Array) -> tuple[Array, Array]:
+    """``(G~_new, restart)``: :func:`double_until` and whether it doubled (a new epoch starts now)."""
+    new = double_until(G_tilde, bound)
+    return new, new > G_tilde
+
+
+# --------------------------------------------------------------------------------------------------
+# Theory constants, parameter checks and the suite cases.
+
+
+def theory_constants(info: ProblemInfo, name: str) -> tuple[float, float]:
+    """``(G, D)``: the common Lipschitz bound of f_t and g_t (Assumption 2) and the diameter."""
+    c = info.constants
+    needed = [c.grad_bound] + ([c.constraint_grad_bound] if info.num_constraints else [])
+    if not all(math.isfinite(v) for v in needed):
+        raise ValueError(f"{name}.from_theory needs the problem constants grad_bound and constraint_grad_bound")
+    return max(needed), float(info.domain.diameter)
+
+
+def strong_convexity(info: ProblemInfo, alpha_f: float | None, name: str) -> float:
+    """``alpha_f``, defaulting to the problem's ``strong_convexity``; ``ValueError`` unless it is ``> 0``."""
+    alpha = info.constants.strong_convexity if alpha_f is None else alpha_f
+    if not alpha > 0:
+        raise ValueError(f"{name}.from_theory needs strongly convex losses: pass alpha_f > 0, got {alpha}")
+    return float(alpha)
+
+
+def check_common(learner) -> None:
+    """Validate ``beta``, ``gamma``, ``phi`` and (for ``phi="exp"``) ``lam``."""
+    _checks.positive("beta", learner.beta)
+    _checks.positive("gamma", learner.gamma)
+    _checks.one_of("phi", learner.phi, PHIS)
+    if learner.phi == "exp":
+        _checks.positive("lam", learner.lam)
+
+
+def override(learner, overrides: dict[str, Any]):
+    """``learner`` with some fields replaced (``from_theory(info, beta=...)``); unknown names raise."""
+    names = [f.name for f in dataclasses.fields(learner)]
+    unknown = set(overrides) - set(names)
+    if unknown:
+        raise ValueError(f"unknown parameters {sorted(unknown)} for {type(learner).__name__}; valid: {names}")
+    return type(learner)(**{**{n: getattr(learner, n) for n in names}, **overrides})
+
+
+def suite_cases(
+    build: Callable[[ProblemInfo], list[AbstractLearner]], T: int = 30
+) -> list[tuple[AbstractLearner, AbstractProblem]]:
+    """The learner suite's cases: each learner of ``build(info)`` on a small regression with 2 constraints."""
+    from ocokit.problems import TimeVaryingRegression
+
+    problem = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
+    return [(learner, problem) for learner in build(ProblemInfo.of(problem, T))]
