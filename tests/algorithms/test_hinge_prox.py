@@ -63,6 +63,28 @@ def test_affine_over_a_box_matches_clarabel():
         assert np.all((0 <= np.asarray(sol.x)) & (np.asarray(sol.x) <= 5))
 
 
+def test_a_multiplier_stepping_onto_zero_lands_exactly_there():
+    # A round of the online QP (spec §6.2) whose exact dual step drives lam_1 to its lower bound: without
+    # snapping, rounding left lam_1 ~ 1e-302 > 0 "free" with no room to move, and Newton stalled until
+    # max_iter at an infeasible x (seen with XLA's CPU backend at optimisation level 0).
+    rng = np.random.default_rng(0)
+    A, b = rng.uniform(0.1, 0.5, (3, 2)), rng.uniform(0.0, 0.3, 3)
+    z, c, alpha, w = (
+        np.array([0.3834573079988852, 0.0]),
+        np.array([-52.83654048860501, -52.91958948928929]),
+        107**0.5,
+        np.full(3, 500.0),
+    )
+    box = Box(0.0, 1.0, dim=2)
+    sol = jax.jit(lambda c, alpha, z, w: solve_affine(c, alpha, z, w, jnp.asarray(A), jnp.asarray(b), box))(
+        c, alpha, z, w
+    )
+    ref = _clarabel(c, alpha, z, lambda x: w @ cp.pos(A @ x - b), lambda x: [x >= 0, x <= 1])
+    assert bool(sol.converged) and int(sol.iterations) < 10
+    np.testing.assert_allclose(np.asarray(sol.x), ref, atol=1e-6)
+    assert np.all(np.asarray(sol.multipliers)[:2] == 0.0)
+
+
 def test_affine_over_an_l2_ball_is_optimal_against_clarabel():
     # Clarabel's SOC answers are only ~1e-9 optimal in objective, i.e. ~1e-5 in x, so compare objectives:
     # by 2 alpha-strong convexity, F(ours) <= F(ref) + s implies alpha ||ours - x*||^2 <= F(ref) - F* + s.
@@ -119,9 +141,7 @@ def _jobs_instance(rng, p=100):
 _JOBS_BOX = Box(0.0, 1000.0, dim=100)
 _log_capacity = jax.jit(lambda c, a, z, w, d: solve_log_capacity(c, a, z, w, d, 4.0, 4.0, _JOBS_BOX))
 _jobs_smooth = jax.jit(
-    lambda c, a, z, w, d: solve_smooth(
-        c, a, z, w, lambda x: jnp.array([d - jnp.sum(4 * jnp.log1p(4 * x))]), _JOBS_BOX
-    )
+    lambda c, a, z, w, d: solve_smooth(c, a, z, w, lambda x: jnp.array([d - jnp.sum(4 * jnp.log1p(4 * x))]), _JOBS_BOX)
 )
 
 
@@ -278,14 +298,8 @@ def test_affine_solver_converges_on_a_batch_of_hard_random_instances(p, N):
     X = np.asarray(sol.x)
 
     def objective(x, i):
-        return (
-            (x - Z[i]) @ C[i]
-            + al[i] * np.sum((x - Z[i]) ** 2, axis=-1)
-            + np.maximum(x @ A[i].T - B[i], 0) @ W[i]
-        )
+        return (x - Z[i]) @ C[i] + al[i] * np.sum((x - Z[i]) ** 2, axis=-1) + np.maximum(x @ A[i].T - B[i], 0) @ W[i]
 
     for i in range(0, n, 10):
-        candidates = np.clip(
-            X[i] + rng.normal(size=(100, p)) * rng.choice([1e-4, 1e-2, 1.0], size=(100, 1)), 0, 1
-        )
+        candidates = np.clip(X[i] + rng.normal(size=(100, p)) * rng.choice([1e-4, 1e-2, 1.0], size=(100, 1)), 0, 1)
         assert np.all(objective(candidates, i) >= objective(X[i], i) - 1e-9 * (1 + abs(objective(X[i], i))))

@@ -110,9 +110,7 @@ def _regularisation(scale, dtype):
 
 def _kkt_residual(lam, g, w):
     at_lo, at_hi = lam <= 0, lam >= w
-    p = jnp.where(
-        at_lo & at_hi, 0.0, jnp.where(at_lo, jnp.maximum(g, 0.0), jnp.where(at_hi, jnp.minimum(g, 0.0), g))
-    )
+    p = jnp.where(at_lo & at_hi, 0.0, jnp.where(at_lo, jnp.maximum(g, 0.0), jnp.where(at_hi, jnp.minimum(g, 0.0), g)))
     return jnp.max(jnp.abs(p))
 
 
@@ -158,6 +156,13 @@ def _maximise_dual(
     eps = _eps(w.dtype)
     tol_abs = jnp.maximum(tol, 100 * eps) * (1.0 + jnp.max(jnp.abs(start.g)) + g_scale)
 
+    def to_box(lam):
+        # Clip to [0, w] and snap to a bound within a few eps of it: a step meant to reach a bound can stop
+        # a rounding error short (a subnormal lam_n > 0), leaving lam_n "free" with room ~1e-300 to move,
+        # and Newton stalls there until max_iter.
+        lam = jnp.clip(lam, 0.0, w)
+        return jnp.where(lam <= 10 * eps * w, 0.0, jnp.where(lam >= (1 - 10 * eps) * w, w, lam))
+
     def cond(carry):
         point, k = carry
         return (_kkt_residual(point.lam, point.g, w) > tol_abs) & (k < max_iter)
@@ -178,15 +183,13 @@ def _maximise_dual(
         s_max = jnp.min(jnp.where(d != 0, room / jnp.abs(d), jnp.inf))
         if exact_step is not None:
             s_best = exact_step(cur.lam, d, jnp.minimum(s_max, jnp.sqrt(jnp.finfo(w.dtype).max)))
-            return oracle(jnp.clip(cur.lam + s_best * d, 0.0, w), cur.x), k + 1
+            return oracle(to_box(cur.lam + s_best * d), cur.x), k + 1
         s0 = jnp.minimum(1.0, s_max)
         slack = 500 * eps * (1.0 + jnp.abs(cur.value))
 
         def trial(s):
-            pt = oracle(jnp.clip(cur.lam + s * d, 0.0, w), cur.x)
-            ok = (pt.value - cur.value >= _SIGMA * s * slope - slack) | (
-                _kkt_residual(pt.lam, pt.g, w) <= tol_abs
-            )
+            pt = oracle(to_box(cur.lam + s * d), cur.x)
+            ok = (pt.value - cur.value >= _SIGMA * s * slope - slack) | (_kkt_residual(pt.lam, pt.g, w) <= tol_abs)
             return pt, ok
 
         pt0, ok0 = trial(s0)
@@ -382,9 +385,7 @@ def _box_newton(q, x0, domain: Box, tol_x, max_iter: int):
             ok = q(xs) <= qx + _SIGMA * jnp.dot(gr, xs - x) + slack
             return (~ok) & (j < _MAX_BACKTRACKS)
 
-        s, _ = jax.lax.while_loop(
-            ls_cond, lambda s_c: (0.5 * s_c[0], s_c[1] + 1), (jnp.asarray(1.0, x.dtype), 0)
-        )
+        s, _ = jax.lax.while_loop(ls_cond, lambda s_c: (0.5 * s_c[0], s_c[1] + 1), (jnp.asarray(1.0, x.dtype), 0))
         x_new = jnp.clip(x + s * d, lo, hi)
         return x_new, grad_q(x_new), k + 1
 
