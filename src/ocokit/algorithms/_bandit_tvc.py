@@ -27,7 +27,7 @@ from ocokit.algorithms._tvc_common import (
     check_common,
     override,
     restart_if_doubled,
-    strong_convexity,
+    strongly_convex_constants,
     suite_cases,
     theory_constants,
 )
@@ -60,6 +60,13 @@ def _direction(key: PRNGKeyArray, t: Any, like: Array) -> Array:
     Gaussian drawn in float32 (half the cost at d = 3e6) and normalised in the working precision."""
     g = jax.random.normal(jax.random.fold_in(key, t), like.shape, jnp.float32).astype(like.dtype)
     return g / jnp.linalg.norm(g.ravel())
+
+
+def _smoothing_constant(info: ProblemInfo, c: float | None) -> tuple[float, float]:
+    """``(r, c)``: the inner radius r of K and the ``c`` of ``delta = c T^(-.)``, by default ``r / 2`` (inferred;
+    ``delta < r`` for every T)."""
+    r = float(info.domain.inner_radius)
+    return r, r / 2.0 if c is None else c
 
 
 class AbstractBanditTVC(AbstractLearner):
@@ -206,8 +213,8 @@ class BFWTVC(AbstractBanditTVC):
         M = info.constants.loss_bound
         if not math.isfinite(M):
             raise ValueError(f"{cls.__name__}.from_theory needs the problem constant loss_bound (M)")
-        T, r, d = info.horizon, float(info.domain.inner_radius), math.prod(info.domain.shape)
-        c = r / 2.0 if c is None else c
+        T, d = info.horizon, math.prod(info.domain.shape)
+        r, c = _smoothing_constant(info, c)
         C2 = 16.0 * G * (c * D / r + 3 * c + 1 + 2 * c * D / (d * M) + d * M * D / c)
         theory = cls(
             beta=1.0 / C2,
@@ -356,11 +363,9 @@ class SCBFWTVC(AbstractBanditTVC):
         ``C_3' = 8 + 3c + cD/r + 12D``; ``theory="statement"``: ``beta = 1/(G D T^{2/3})``,
         ``gamma = G/(G + alpha_f D)``.
         """
-        _checks.one_of("theory", theory, ("proof", "statement"))
-        G, D = theory_constants(info, cls.__name__)
-        a = strong_convexity(info, alpha_f, cls.__name__)
-        T, r = info.horizon, float(info.domain.inner_radius)
-        c = r / 2.0 if c is None else c
+        G, D, a = strongly_convex_constants(info, alpha_f, theory, cls.__name__)
+        T = info.horizon
+        r, c = _smoothing_constant(info, c)
         T23 = T ** (2.0 / 3.0)
         if theory == "proof":
             C3 = 8.0 + 3.0 * c + c * D / r + 12.0 * D

@@ -47,11 +47,14 @@ def _check_common(learner) -> None:
     check_solver_options(learner)
 
 
-def _theory_eps(info: ProblemInfo, eps: float | None, who: str) -> float:
-    """``eps`` of ``gamma = eps T^(.)``: 0.5 (Tables 3-6) capped at ``G / 2``; warns when ``eps >= G``."""
+def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple[int, float]:
+    """``(T, eps)`` for ``eta = T^(-.)``, ``gamma = eps T^(.)``: ``T > 1``; ``eps`` 0.5 (Tables 3-6) capped at
+    ``G / 2``; warns when ``eps >= G``."""
+    T = info.horizon
+    _checks.greater_than("T (horizon)", T, 1)
     G = info.constants.constraint_bound
     if eps is None:
-        return 0.5 if not math.isfinite(G) else min(0.5, 0.5 * G)
+        return T, 0.5 if not math.isfinite(G) else min(0.5, 0.5 * G)
     _checks.positive("eps", eps)
     if math.isfinite(G) and eps >= G:
         warnings.warn(
@@ -59,7 +62,13 @@ def _theory_eps(info: ProblemInfo, eps: float | None, who: str) -> float:
             "at gamma and the learner is a fixed exact penalty of weight gamma (spec paper003.md §6.2)",
             stacklevel=3,
         )
-    return float(eps)
+    return T, float(eps)
+
+
+def _queue_after_round(learner, t: Array, queue: Array, violation: Array) -> Array:
+    """Round t's queue: the update (8) from ``t >= 2``; ``Q_1 = gamma`` is not updated with ``g_1(x_1)``."""
+    updated = doubly_bounded_queue(queue, violation, learner.eta, learner.gamma)
+    return jnp.where(t >= 2, updated, queue).astype(queue.dtype)
 
 
 class COLDQ(AbstractLearner):
@@ -148,9 +157,7 @@ class COLDQ(AbstractLearner):
         ``eps`` defaults to ``min(0.5, G / 2)`` (``G = constants.constraint_bound``; 0.5 if unknown), inside
         the theory's ``(0, G)``. ``options`` are passed to the constructor (``solver``, ``start``, ...).
         """
-        T = info.horizon
-        _checks.greater_than("T (horizon)", T, 1)
-        eps = _theory_eps(info, eps, "COLDQ.from_theory")
+        T, eps = _theory_horizon_eps(info, eps, "COLDQ.from_theory")
         if strongly_convex:
             m = info.constants.strong_convexity
             if not (math.isfinite(m) and m > 0):
@@ -166,9 +173,7 @@ class COLDQ(AbstractLearner):
         """The experiments' parameters (Tables 3-6, identical for COLDQ): ``alpha_t = t^{1/2}``,
         ``eta = 1/T``, ``gamma = eps T``, ``eps = 0.5``."""
         paper_table(_PAPER_TABLES, table)
-        T = info.horizon
-        _checks.greater_than("T (horizon)", T, 1)
-        eps = _theory_eps(info, 0.5, "COLDQ.from_paper")
+        T, eps = _theory_horizon_eps(info, 0.5, "COLDQ.from_paper")
         return cls(eta=1.0 / T, gamma=eps * T, alpha0=1.0, alpha_power=0.5, **options)
 
     @classmethod
@@ -188,12 +193,7 @@ class COLDQ(AbstractLearner):
 
     def update(self, state, x, feedback):
         t = state.t + 1  # the round just played
-        queue = jnp.where(
-            t >= 2,
-            doubly_bounded_queue(state.queue, feedback.constraints(x), self.eta, self.gamma),
-            state.queue,
-        )
-        queue = queue.astype(state.queue.dtype)
+        queue = _queue_after_round(self, t, state.queue, feedback.constraints(x))
         alpha = self.alpha0 * t.astype(x.dtype) ** self.alpha_power
         sol = prox_step(self, feedback, feedback.grad(x), alpha, x, queue)
         return QueueState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged)
@@ -288,9 +288,7 @@ class COLDQExpert(AbstractLearner):
         """Corollary 3: ``M = floor(log2(1 + T)/2) + 1``, ``kappa = T^{-1/2}``,
         ``alpha_t[m] = t^{1/2}/2^{m-1}``, ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}`` (``eps`` as in
         :meth:`COLDQ.from_theory`)."""
-        T = info.horizon
-        _checks.greater_than("T (horizon)", T, 1)
-        eps = _theory_eps(info, eps, "COLDQExpert.from_theory")
+        T, eps = _theory_horizon_eps(info, eps, "COLDQExpert.from_theory")
         return cls(
             num_experts=cls.theory_num_experts(T),
             kappa=T**-0.5,
@@ -338,8 +336,7 @@ class COLDQExpert(AbstractLearner):
         dtype = x.dtype
         experts = state.experts
         g = jax.vmap(feedback.constraints)(experts)  # g_t(x_t[m]), (M, N)
-        updated = doubly_bounded_queue(state.queues, g, self.eta, self.gamma)
-        queues = jnp.where(t >= 2, updated, state.queues).astype(dtype)
+        queues = _queue_after_round(self, t, state.queues, g)
         grad = feedback.grad(x)
         surrogate = experts @ grad - jnp.dot(x, grad)  # l_t(x_t[m]) = <grad f_t(x_t), x_t[m] - x_t>
         log_w = state.log_weights - self.kappa * surrogate

@@ -262,12 +262,18 @@ def _bandit_theory(
 
 
 def _check_common(lrn: Any) -> None:
+    """Validate the chain's fields; a bandit learner's ``delta`` and ``eps`` (optional there: ``delta^2 / 3``)."""
     _checks.positive("eta", lrn.eta)
     _checks.positive("block_size", lrn.block_size)
     if lrn.radius is not None:
         _checks.positive("radius", lrn.radius)
     _checks.positive_int("max_outer_iter", lrn.max_outer_iter)
     _checks.positive_int("max_fw_iter", lrn.max_fw_iter)
+    bandit = lrn.feedback is BANDIT
+    if bandit:
+        _checks.positive("delta", lrn.delta)
+    if not bandit or lrn.eps is not None:
+        _checks.positive("eps", lrn.eps)
 
 
 def _test_problem(dim: int = 3, constrained: bool = True):
@@ -349,7 +355,6 @@ class LOOBOGD(AbstractLearner):
 
     def __check_init__(self):
         _check_common(self)
-        _checks.positive("eps", self.eps)
 
     @classmethod
     def from_theory(
@@ -415,6 +420,11 @@ def _bandit_init(domain: AbstractSet, delta: Any, key: Any) -> _BanditState:
         key=key,
         u=sample_unit_sphere(sub, domain.shape, dtype),
     )
+
+
+def _bandit_play(state: _BanditState) -> Array:
+    """The played point ``z_t = x_{m-1} + delta u_t`` (inside K since ``x_{m-1}`` is in the shrunk set)."""
+    return state.block.x + state.delta * state.u
 
 
 def _bandit_step(lrn: Any, state: _BanditState, value: Array) -> tuple[_BanditState, Array]:
@@ -484,9 +494,6 @@ class LOOBBGD(AbstractLearner):
 
     def __check_init__(self):
         _check_common(self)
-        _checks.positive("delta", self.delta)
-        if self.eps is not None:
-            _checks.positive("eps", self.eps)
 
     @classmethod
     def from_theory(
@@ -520,7 +527,7 @@ class LOOBBGD(AbstractLearner):
         return _bandit_init(info.domain, self.delta, key)
 
     def decide(self, state):
-        return state.block.x + state.delta * state.u
+        return _bandit_play(state)
 
     def update(self, state, x, feedback):
         del x

@@ -19,6 +19,7 @@ from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._loo_bogd import (
     _bandit_init,
+    _bandit_play,
     _bandit_step,
     _bandit_theory,
     _BanditState,
@@ -165,7 +166,6 @@ class LPM(AbstractLearner):
 
     def __check_init__(self):
         _check_common(self)
-        _checks.positive("eps", self.eps)
         _check_dual(self)
 
     @classmethod
@@ -288,9 +288,6 @@ class LBPM(AbstractLearner):
 
     def __check_init__(self):
         _check_common(self)
-        _checks.positive("delta", self.delta)
-        if self.eps is not None:
-            _checks.positive("eps", self.eps)
         _check_dual(self)
 
     @classmethod
@@ -330,8 +327,7 @@ class LBPM(AbstractLearner):
         return _LBPMState(bandit=bandit, dual=_dual_init(info.num_constraints, bandit.u.dtype))
 
     def decide(self, state):
-        b = state.bandit
-        return b.block.x + b.delta * b.u
+        return _bandit_play(state.bandit)
 
     def update(self, state, x, feedback):
         del x

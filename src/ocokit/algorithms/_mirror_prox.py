@@ -120,10 +120,21 @@ def _round(learner, state: _MirrorProxState, x, feedback, nu, rule: str) -> _Mir
     )
 
 
-def _theory_constants(
-    info: ProblemInfo, variation, L_f, L_g, G, H, grad_bound, name: str
-) -> tuple[float, float, dict[str, float]]:
-    """``(eta, gamma, constants)`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}`` (defaults: spec P9, P12)."""
+def _check_common(learner) -> None:
+    """Validate the fields both learners have: ``gamma, eta > 0``, ``L_f, L_g, G, H >= 0``, ``known_constraints``."""
+    _checks.positive("gamma", learner.gamma)
+    _checks.positive("eta", learner.eta)
+    for name in ("L_f", "L_g", "G", "H"):
+        _checks.nonnegative(name, getattr(learner, name))
+    if learner.known_constraints is not None and not callable(learner.known_constraints):
+        raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
+
+
+def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, grad_bound, name: str) -> dict[str, float]:
+    """``eta``, ``gamma``, ``L_f``, ``L_g``, ``G``, ``H`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}`` (spec P9, P12).
+
+    The constructor arguments the two learners' ``from_theory`` share (``name`` is the class, for errors).
+    """
     consts, K, T = info.constants, info.num_constraints, info.horizon
 
     def known(value, fallback, label):
@@ -153,7 +164,7 @@ def _theory_constants(
     M = max(float(variation), L_f**2)
     if M <= 0:
         raise ValueError("max{variation, L_f^2} must be > 0 (spec P8): give a positive L_f or variation")
-    return M**-0.5, M**0.25, {"L_f": L_f, "L_g": L_g, "G": G, "H": H}
+    return {"gamma": M**0.25, "eta": M**-0.5, "L_f": L_f, "L_g": L_g, "G": G, "H": H}
 
 
 class MirrorProx(AbstractLearner):
@@ -235,15 +246,10 @@ class MirrorProx(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def __check_init__(self):
-        _checks.positive("gamma", self.gamma)
-        _checks.positive("eta", self.eta)
-        for name in ("L_f", "L_g", "G", "H"):
-            _checks.nonnegative(name, getattr(self, name))
+        _check_common(self)
         _checks.positive("rho", self.rho)
         if not isinstance(self.geometry, AbstractMirrorGeometry):
             raise ValueError(f"geometry must be a mirror geometry, got {type(self.geometry).__name__}")
-        if self.known_constraints is not None and not callable(self.known_constraints):
-            raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
 
     @classmethod
     def from_theory(
@@ -272,10 +278,9 @@ class MirrorProx(AbstractLearner):
             **overrides: any other constructor argument (``gamma``, ``eta``, ``rho``, ``geometry``, ``x0``,
                 ``grad0``, ``known_constraints``), which wins over the theory value.
         """
-        eta, gamma, consts = _theory_constants(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
-        geometry = overrides.get("geometry", EuclideanGeometry())
-        rho = geometry.modulus(info.domain)
-        return cls(**{"gamma": gamma, "eta": eta, "rho": rho, **consts, **overrides})
+        theory = _theory_parameters(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
+        rho = overrides.get("geometry", EuclideanGeometry()).modulus(info.domain)
+        return cls(**{**theory, "rho": rho, **overrides})
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
@@ -376,14 +381,9 @@ class SimplexMirrorProx(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def __check_init__(self):
-        _checks.positive("gamma", self.gamma)
-        _checks.positive("eta", self.eta)
+        _check_common(self)
         _checks.in_closed_interval("nu", self.nu, 0.0, 1.0)
         _checks.positive("nu", self.nu)
-        for name in ("L_f", "L_g", "G", "H"):
-            _checks.nonnegative(name, getattr(self, name))
-        if self.known_constraints is not None and not callable(self.known_constraints):
-            raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
 
     @classmethod
     def from_theory(
@@ -411,8 +411,8 @@ class SimplexMirrorProx(AbstractLearner):
         if info.horizon <= 2:
             raise ValueError(f"SimplexMirrorProx.from_theory needs T > 2 (Theorem 6.1), got {info.horizon}")
         EntropicGeometry().check_domain(info.domain)
-        eta, gamma, consts = _theory_constants(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
-        return cls(**{"gamma": gamma, "eta": eta, "nu": 1.0 / info.horizon, **consts, **overrides})
+        theory = _theory_parameters(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
+        return cls(**{**theory, "nu": 1.0 / info.horizon, **overrides})
 
     @classmethod
     def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:

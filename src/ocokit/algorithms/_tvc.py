@@ -23,7 +23,7 @@ from ocokit.algorithms._tvc_common import (
     full_information_surrogate,
     override,
     restart_if_doubled,
-    strong_convexity,
+    strongly_convex_constants,
     suite_cases,
     theory_constants,
 )
@@ -250,9 +250,7 @@ class SCOFWTVC(AbstractLearner):
 
         ``alpha_f`` defaults to the problem's ``strong_convexity`` (ValueError if that is 0).
         """
-        _checks.one_of("theory", theory, ("proof", "statement"))
-        G, D = theory_constants(info, cls.__name__)
-        a = strong_convexity(info, alpha_f, cls.__name__)
+        G, D, a = strongly_convex_constants(info, alpha_f, theory, cls.__name__)
         T23 = info.horizon ** (2.0 / 3.0)
         beta = a / (500.0 * G * T23 * (G + a * D)) if theory == "proof" else 1.0 / (G * D * T23)
         return override(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)

@@ -123,12 +123,20 @@ def theory_constants(info: ProblemInfo, name: str) -> tuple[float, float]:
     return max(needed), float(info.domain.diameter)
 
 
-def strong_convexity(info: ProblemInfo, alpha_f: float | None, name: str) -> float:
-    """``alpha_f``, defaulting to the problem's ``strong_convexity``; ``ValueError`` unless it is ``> 0``."""
+def strongly_convex_constants(
+    info: ProblemInfo, alpha_f: float | None, theory: str, name: str
+) -> tuple[float, float, float]:
+    """``(G, D, alpha_f)`` for the strongly convex learners (Thms 2 and 4), once ``theory`` is checked.
+
+    ``theory`` is the reading of the theorem, ``"proof"`` or ``"statement"`` (the two disagree on beta and
+    gamma); ``alpha_f`` defaults to the problem's ``strong_convexity``, and ``ValueError`` unless it is ``> 0``.
+    """
+    _checks.one_of("theory", theory, ("proof", "statement"))
+    G, D = theory_constants(info, name)
     alpha = info.constants.strong_convexity if alpha_f is None else alpha_f
     if not alpha > 0:
         raise ValueError(f"{name}.from_theory needs strongly convex losses: pass alpha_f > 0, got {alpha}")
-    return float(alpha)
+    return G, D, float(alpha)
 
 
 def check_common(learner) -> None:
