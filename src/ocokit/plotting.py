@@ -61,6 +61,8 @@ def band_figure(
             xs = np.arange(1, y.shape[-1] + 1) if x is None else np.asarray(x)
             if band == "std":
                 mid, lo, hi = y.mean(0), y.mean(0) - y.std(0), y.mean(0) + y.std(0)
+                if metric in logy:  # on a log axis the band stops at the lowest seed, never at or below 0
+                    lo = np.maximum(lo, y.min(0))
             else:
                 lo, mid, hi = np.percentile(y, [25, 50, 75], axis=0)
             (line,) = ax.plot(xs, mid, label=label, lw=1.6)

@@ -23,7 +23,8 @@ eta for the baselines), chosen from :data:`GRID` = {10^-5, ..., 10^5}. Selection
 ``cumulative loss + CCV`` at round T, averaged over tuning seeds disjoint from the evaluation seeds. With
 ``--option tune=true`` the whole grid of each method runs as one vmapped sweep (``ocokit.stack`` +
 ``ocokit.sweep(batched_learner=True)``), the choice is written to ``OUT/tuning.json`` and used; otherwise the
-multipliers recorded in :data:`TUNED` (chosen that way on this machine) are used.
+multipliers recorded in :data:`TUNED` are used. They are all 1 (the theory values): the grid search has not
+been run at the default horizons yet, so the default run compares the methods at their theory parameters.
 
 Options (``--option key=value``): ``tune`` (true/false), ``tune_T`` (default: T), ``tune_seeds`` (default 1),
 ``sampling`` (entry/minibatch/all), ``batch_size``, ``radius`` (default 1e4), ``lmo_tol`` (relative tolerance
@@ -55,6 +56,7 @@ from ocokit.experiments._base import (
     final,
     register,
 )
+from ocokit.experiments._options import flag
 from ocokit.problems import OnlineMatrixCompletion
 from ocokit.results import atomic_write_json, config_hash
 
@@ -81,19 +83,14 @@ class Method:
     """A compared method: its theory-default factory and the parameter whose multiplier is tuned."""
 
     label: str
-    build: Callable[[ProblemInfo], AbstractLearner] | None
+    build: Callable[[ProblemInfo], AbstractLearner]
     knob: str
     note: str = ""
 
 
-def _baseline(name: str) -> Any:
-    """A baseline class from :mod:`ocokit.algorithms`, or ``None`` while it is not exported."""
-    return getattr(algorithms, name, None)
-
-
-def _theory(name: str, **kwargs: Any) -> Callable[[ProblemInfo], AbstractLearner] | None:
-    cls = _baseline(name)
-    return None if cls is None else (lambda info: cls.from_theory(info, **kwargs))
+def _theory(name: str) -> Callable[[ProblemInfo], AbstractLearner]:
+    """``name.from_theory`` for a class of :mod:`ocokit.algorithms`."""
+    return getattr(algorithms, name).from_theory
 
 
 _RECONSTRUCTED = "reconstructed (spec baselines.md; equations not checked against the paper)"
@@ -124,21 +121,13 @@ TUNED: dict[str, dict[str, float]] = {
     "matrix-completion-movielens": {"OFW-TVC": 1.0, "SCOFW-TVC": 1.0, "OPDP": 1.0, "LPM": 1.0},
     "matrix-completion-filmtrust": {"BFW-TVC": 1.0, "SCBFW-TVC": 1.0, "LBPM": 1.0},
 }
-"""Recorded multipliers of each method's knob, chosen by ``--option tune=true`` (see the module docstring)."""
+"""Multipliers of each method's knob used without ``--option tune=true``: 1 (the theory values) until the grid
+search is run at the default horizons and its choice recorded here (see the module docstring)."""
 
 
 def scale_knob(learner: AbstractLearner, knob: str, scale: float) -> AbstractLearner:
     """``learner`` with its numeric field ``knob`` multiplied by ``scale``."""
     return eqx.tree_at(lambda lrn: getattr(lrn, knob), learner, getattr(learner, knob) * scale)
-
-
-def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
-    value = options.get(key)
-    if value is None:
-        return default
-    if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-        raise ValueError(f"option {key} must be true or false, got {value!r}")
-    return value.lower() in ("true", "1", "yes")
 
 
 def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
@@ -206,9 +195,6 @@ class MatrixCompletionExperiment(AbstractExperiment):
     def _algorithms(self, scales: Mapping[str, float], origin: str) -> tuple[Algorithm, ...]:
         out = []
         for m in self.methods:
-            if m.build is None:
-                out.append(Algorithm(m.label, None, "not available: its learner is not exported yet"))
-                continue
             s = float(scales[m.label])
             note = f"{m.note}; {m.knob} = {s:g} x theory ({origin})"
             out.append(Algorithm(m.label, lambda info, m=m, s=s: scale_knob(m.build(info), m.knob, s), note))
@@ -254,8 +240,6 @@ class MatrixCompletionExperiment(AbstractExperiment):
         keys = [TUNE_SEED_OFFSET + s for s in range(seeds)]
         table: dict[str, dict[str, Any]] = {}
         for m in self.methods:
-            if m.build is None:
-                continue
             progress.start(f"tune {m.label}", 1)
             base = m.build(info)
             config = {
@@ -294,7 +278,7 @@ class MatrixCompletionExperiment(AbstractExperiment):
         if unknown:
             raise ValueError(f"unknown options {sorted(unknown)} for {self.name}; valid: {list(_OPTIONS)}")
         out = Path(out)
-        tuning = _flag(options, "tune", False)  # options are checked before the data is read
+        tuning = flag(options, "tune", False)  # options are checked before the data is read
         tune_T, tune_seeds = _int_option(options, "tune_T", T), _int_option(options, "tune_seeds", 1)
         problem = self.make_problem(data_dir, options)
         algos = self.algorithms
