@@ -70,12 +70,23 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
     scores = np.array([np.inf if s is None or np.isnan(s) else s for s in row["score"]])
     np.testing.assert_allclose(scores[np.isfinite(scores)], (np.array(row["cumulative_loss"]) + row["ccv"])[
         np.isfinite(scores)], rtol=1e-12)  # fmt: skip
-    assert row["chosen"] == paper000.GRID[int(np.argmin(scores))]
+    assert (
+        row["chosen"] == paper000.GRID[paper000._best(scores)]
+        and scores[paper000.GRID.index(row["chosen"])] == scores.min()
+    )
     assert f"beta = {row['chosen']:g} x theory (tuned now" in report.summary["OFW-TVC"]["note"]
     # each method's grid is stored as it finishes; a re-run reads it back and skips every run
     assert len(list((out / "tuning").glob("OFW-TVC-*.json"))) == 1
     again = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
     assert again.new_runs == 0 and json.loads((out / "tuning.json").read_text()) == tuning
+
+
+def test_tuning_picks_the_smallest_score_and_breaks_ties_toward_the_theory_value():
+    grid = np.array(paper000.GRID)
+    assert grid[paper000._best(np.arange(11.0))] == 1e-5  # a strict winner wins
+    assert grid[paper000._best(np.full(11, 7.0))] == 1.0  # a knob the score ignores keeps its theory value
+    assert grid[paper000._best(np.full(11, np.inf))] == 1.0  # every run diverged
+    assert grid[paper000._best(np.r_[np.inf, 3.0, 2.0, 2.0, 2.0 * (1 + 1e-6), 5.0, 2.5, 9, 9, 9, 9])] == 1e-2
 
 
 def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
