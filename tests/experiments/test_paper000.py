@@ -100,6 +100,9 @@ def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
         exp.run(T=2, seeds=1, out=tmp_path, options={"tuning": "yes"})
     with pytest.raises(ValueError, match="tune"):
         exp.run(T=2, seeds=1, out=tmp_path, data_dir=tmp_path, options={"tune": "maybe"})
+    for bad in ("ten", "0"):
+        with pytest.raises(ValueError, match="option tune_T must be an integer >= 1"):
+            exp.run(T=2, seeds=1, out=tmp_path, data_dir=tmp_path, options={"tune_T": bad})
 
 
 def _summary(values):

@@ -58,7 +58,7 @@ from ocokit.experiments._base import (
     final,
     register,
 )
-from ocokit.experiments._options import flag
+from ocokit.experiments._options import flag, integer
 from ocokit.problems import OnlineMatrixCompletion
 from ocokit.results import atomic_write_json, config_hash
 
@@ -131,12 +131,6 @@ SCOFW-TVC best at 10 by 0.1%; FilmTrust: BFW-TVC's score flat, the other two not
 def scale_knob(learner: AbstractLearner, knob: str, scale: float) -> AbstractLearner:
     """``learner`` with its numeric field ``knob`` multiplied by ``scale``."""
     return eqx.tree_at(lambda lrn: getattr(lrn, knob), learner, getattr(learner, knob) * scale)
-
-
-def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
-    value = int(options.get(key, default))
-    _checks.positive_int(key, value)
-    return value
 
 
 def _beats(summary, winner: str, losers: tuple[str, ...], metric: str) -> tuple[list[str], bool]:
@@ -214,7 +208,7 @@ class MatrixCompletionExperiment(AbstractExperiment):
         """The matrix-completion problem on this experiment's dataset (``data_dir`` or ``$OCOKIT_DATA``)."""
         kwargs = {
             "sampling": options.get("sampling", "entry"),
-            "batch_size": _int_option(options, "batch_size", 1),
+            "batch_size": integer(options, "batch_size", 1),
             "radius": float(options.get("radius", 1e4)),
             "lmo_tol": float(options.get("lmo_tol", 1e-2)),
         }
@@ -289,7 +283,7 @@ class MatrixCompletionExperiment(AbstractExperiment):
             raise ValueError(f"unknown options {sorted(unknown)} for {self.name}; valid: {list(_OPTIONS)}")
         out = Path(out)
         tuning = flag(options, "tune", False)  # options are checked before the data is read
-        tune_T, tune_seeds = _int_option(options, "tune_T", T), _int_option(options, "tune_seeds", 1)
+        tune_T, tune_seeds = integer(options, "tune_T", T), integer(options, "tune_seeds", 1)
         problem = self.make_problem(data_dir, options)
         algos = self.algorithms
         if tuning:

@@ -47,6 +47,7 @@ from ocokit.experiments._base import (
     Summary,
     register,
 )
+from ocokit.experiments._options import integer
 from ocokit.metrics import growth_exponent
 from ocokit.plotting import band_figure
 from ocokit.problems import AbstractProblem, DriftingAllocation, DriftingQuadratic
@@ -141,19 +142,6 @@ def _simplex_methods() -> list[_Method]:
 _OPTIONS = ("horizons", "ratio", "algorithms", "drifts", "dim", "dims")
 
 
-def _int_option(options: Mapping[str, str], key: str, default: int, low: int) -> int:
-    value = options.get(key)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"option {key} must be an integer >= {low}, got {value!r}") from None
-    if number < low:
-        raise ValueError(f"option {key} must be an integer >= {low}, got {number}")
-    return number
-
-
 def _list_option(options: Mapping[str, str], key: str, default: Sequence[Any], kind: type) -> list[Any]:
     value = options.get(key)
     if value is None:
@@ -167,7 +155,7 @@ def _list_option(options: Mapping[str, str], key: str, default: Sequence[Any], k
 
 
 def _horizons(T: int, options: Mapping[str, str]) -> list[int]:
-    n, ratio = _int_option(options, "horizons", 4, 3), _int_option(options, "ratio", 4, 2)
+    n, ratio = integer(options, "horizons", 4, 3), integer(options, "ratio", 4, 2)
     grid = [T // ratio**k for k in range(n - 1, -1, -1)]
     if grid[0] < 3:
         raise ValueError(
@@ -572,7 +560,7 @@ class SimplexMirrorProxExperiment(_Study):
         progress, out = progress or SilentProgress(), Path(out)
         horizons = _horizons(T, options)
         T_d = horizons[len(horizons) // 2]
-        dim = _int_option(options, "dim", 16, 2)
+        dim = integer(options, "dim", 16, 2)
         dims = sorted(set(_list_option(options, "dims", (4, 16, 64, 256), int)))
         if len(dims) < 3 or min(dims) < 2:
             raise ValueError(f"option dims needs at least three dimensions >= 2, got {dims}")
