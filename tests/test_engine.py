@@ -1,5 +1,6 @@
 """The engine: run / sweep / stack / Session, common random numbers, non-finite detection, bad input."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -208,3 +209,22 @@ def test_comparators_computed_once_then_attached_equal_the_runs_own():
         np.testing.assert_allclose(attached.optimum_loss[1, s], own.optimum_loss, rtol=1e-12)
     with pytest.raises(ValueError, match="unknown comparator entries"):
         ocokit.with_comparators(bare, {"regret": env["optimum_loss"]})
+
+
+def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branches():
+    # BFW-TVC updates only at a block's end, behind ``lax.cond`` on its round counter. Were the grid axis
+    # pushed onto that counter, vmap would turn the branch into a select that runs the inner Frank-Wolfe
+    # loop every round (16x slower tuning on FilmTrust).
+    learner, problem = ocokit.algorithms.BFWTVC._test_cases()[1]
+    doubled = eqx.tree_at(lambda lrn: lrn.beta, learner, learner.beta * 2)
+    grid = ocokit.stack([learner, doubled])
+    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+
+    def branches(lrn, batched):  # conditionals in the program sweep compiles (a select is not one)
+        program = jax.make_jaxpr(lambda k: ocokit.engine._sweep_chunk(lrn, problem, 9, k, False, True, batched))
+        return str(program(keys)).count(" cond[")
+
+    assert branches(learner, False) >= 1
+    assert branches(grid, True) == branches(learner, False)
+    out = ocokit.sweep(grid, problem, 9, 2, batched_learner=True)
+    np.testing.assert_allclose(out.loss[1, 1], ocokit.run(doubled, problem, 9, 1).loss, rtol=1e-12)

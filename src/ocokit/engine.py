@@ -190,41 +190,25 @@ def _run(
     key: PRNGKeyArray,
     record_decisions: bool,
     comparators: bool = True,
-    grid: bool = False,
 ):
-    """One game of T rounds; with ``grid=True`` a whole stacked grid of learners plays the same game.
-
-    The environment's work (drawing round data, the comparators) is done once per round and shared by
-    every learner of the grid; only the learners' own steps are vmapped over the grid axis.
-    """
+    """One game of T rounds of one learner."""
     env_key, learner_key = split_key(key)
     info = ProblemInfo.of(problem, T)
     h = info.memory
     kind = type(learner).feedback
     episode = problem.episode(env_key, T)
     x_star = problem.best_fixed(episode, env_key, T) if comparators else None
-    params, static = eqx.partition(learner, eqx.is_array)
 
-    def each(fn, *batched):
-        """``fn(learner, *batched)`` for the learner, or for every learner of the grid."""
-        if not grid:
-            return fn(learner, *batched)
-        return jax.vmap(lambda p, *b: fn(eqx.combine(p, static), *b))(params, *batched)
-
-    def start(lrn):
-        state = _before_round_one(lrn, problem, lrn.init(info, learner_key), episode, env_key)
-        return state, _initial_history(problem, lrn.decide(state), h)
-
-    def play(lrn, carry, data, t):
-        """One learner's round ``t``: decide, suffer, observe, update."""
+    def play(carry, data, t):
+        """Round ``t``: decide, suffer, observe, update."""
         state, history, bad_round, bad_what = carry
-        x = lrn.decide(state)
+        x = learner.decide(state)
         window = _window(history, x) if h > 1 else None
         loss = problem.loss(data, window if h > 1 else x)
         cons = jnp.atleast_1d(problem.constraints(data, x)).reshape(problem.num_constraints)
         feedback = make_feedback(kind, problem, data, loss, cons, episode=episode, env_key=env_key, t=t)
-        new_state = lrn.update(state, x, feedback)
-        out = {"loss": loss, "constraints": cons, "diagnostics": lrn.diagnostics(new_state)}
+        new_state = learner.update(state, x, feedback)
+        out = {"loss": loss, "constraints": cons, "diagnostics": learner.diagnostics(new_state)}
         if record_decisions:
             out["decision"] = x
         finite = jnp.stack([jnp.isfinite(loss), jnp.all(jnp.isfinite(cons)), jnp.all(jnp.isfinite(x))])
@@ -235,18 +219,14 @@ def _run(
 
     def body(carry, t):
         data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
-        carry, out = each(lambda lrn, c: play(lrn, c, data, t), carry)
+        carry, out = play(carry, data, t)
         return carry, (out, _comparator_losses(problem, data, x_star, h, comparators))
 
-    state, history = each(start)
-    minus_one = jnp.full((_batched(learner),) if grid else (), -1, dtype=jnp.int32)
-    carry0 = (state, history, minus_one, minus_one)
+    state = _before_round_one(learner, problem, learner.init(info, learner_key), episode, env_key)
+    minus_one = jnp.asarray(-1, dtype=jnp.int32)
+    carry0 = (state, _initial_history(problem, learner.decide(state), h), minus_one, minus_one)
     ts = jnp.arange(1, T + 1, dtype=jnp.int32)
     (_, _, bad_round, bad_what), (out, env) = jax.lax.scan(body, carry0, ts)
-    if grid:  # scan stacks rounds first: put the grid axis first, and give every learner the comparators
-        B = bad_round.shape[0]
-        out = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 1), out)
-        env = jax.tree.map(lambda a: jnp.broadcast_to(a, (B, *a.shape)), env)
     return Trajectory(
         loss=out["loss"],
         constraints=out["constraints"],
@@ -257,6 +237,18 @@ def _run(
         first_bad_round=bad_round,
         bad_quantity=bad_what,
     )
+
+
+def _run_grid(learner: AbstractLearner, problem: AbstractProblem, T: int, key: PRNGKeyArray, *flags: bool):
+    """A whole stacked grid of learners playing the same game: :func:`_run` vmapped over the grid axis.
+
+    Only what depends on a learner is batched: ``vmap`` leaves the environment's work (drawing the round
+    data, the comparators) unbatched, so it is done once per round and shared by the grid, and it keeps
+    state that no learner's numbers touch (a round counter) unbatched through the scan, so a learner's
+    ``lax.cond`` on it stays a real branch instead of running both sides.
+    """
+    params, static = eqx.partition(learner, eqx.is_array)
+    return jax.vmap(lambda p: _run(eqx.combine(p, static), problem, T, key, *flags))(params)
 
 
 _run_jit = eqx.filter_jit(_run)
@@ -407,7 +399,8 @@ def sweep(
 
 @eqx.filter_jit
 def _sweep_chunk(learner, problem, T, keys, record_decisions, comparators, grid):
-    return jax.vmap(lambda key: _run(learner, problem, T, key, record_decisions, comparators, grid))(keys)
+    run_one = _run_grid if grid else _run
+    return jax.vmap(lambda key: run_one(learner, problem, T, key, record_decisions, comparators))(keys)
 
 
 class Session:

@@ -28,7 +28,7 @@ from ocokit.algorithms._loo_bogd import close_infeasible_projection, separating_
 from ocokit.engine import split_key
 from ocokit.feedback import sample_unit_sphere
 from ocokit.problems import AbstractProblem, CustomProblem, ProblemConstants
-from ocokit.sets import Box, L2Ball, Simplex
+from ocokit.sets import Box, L2Ball, NuclearNormBall, Simplex
 
 # --------------------------------------------------------------------------------------------------
 # NumPy references, written from the spec's pseudo-code (baselines.md §1.3-§1.6, §2.2-§2.3).
@@ -230,6 +230,27 @@ def test_close_infeasible_projection_matches_the_numpy_loop_and_is_a_no_op_when_
     assert int(calls) == 0
     np.testing.assert_array_equal(x, 0.0)
     np.testing.assert_array_equal(y, 5.0)
+
+
+def test_a_vmapped_projection_equals_the_separate_ones_on_the_nuclear_ball():
+    # Under vmap the members that stop first keep running the loop body with a zero LMO direction (so the
+    # Lanczos LMO costs them one step); their results must not change, nor the others'.
+    K = NuclearNormBall((5, 7), radius=2.0)
+    y0s = jax.random.normal(jax.random.PRNGKey(3), (3, 5, 7)) * jnp.asarray([0.1, 1.0, 3.0])[:, None, None]
+    active = jnp.asarray([True, True, False])
+
+    def project(y0, on):
+        return close_infeasible_projection(
+            K, K.center(), y0, K.lmo_init(), eps=0.01, radius=2.0, max_outer=200, max_fw=200, active=on
+        )
+
+    xs, ys, _, calls = jax.jit(jax.vmap(project))(y0s, active)
+    assert int(calls[0]) < int(calls[1]) and int(calls[2]) == 0  # member 0 stops long before member 1
+    for i in range(3):
+        x, y, _, c = jax.jit(project)(y0s[i], active[i])
+        np.testing.assert_allclose(xs[i], x, atol=1e-12)
+        np.testing.assert_allclose(ys[i], y, atol=1e-12)
+        assert int(calls[i]) == int(c)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ def inner_frank_wolfe(
     max_iter: int,
     stop: Callable[[Array], Array] | None = None,
     step_on_exit: bool = False,
+    active: Any = True,
 ) -> tuple[Array, Any, Int[Array, ""], Float[Array, ""]]:
     """Frank-Wolfe with line search on a beta-smooth function until ``gap <= gap_tol`` or ``max_iter`` steps.
 
@@ -89,6 +90,10 @@ def inner_frank_wolfe(
             gap after that iteration's LMO call (G&K 2022's SH-FW also stops once ``||x - y||^2 <= 3 eps``).
         step_on_exit: return the point after the step whose gap met the stopping rule instead of the point
             before it (BFW-TVC, Alg. 3 Step 19 of paper 000: ``hat y_{m+1} = y~_{tau+1}``); static.
+        active: when false the call returns ``x0`` with no LMO call. Under ``vmap`` a batched while loop
+            runs its body for every member until the last one stops; a member that has stopped (or is
+            inactive) hands the LMO a zero direction, so an iterative LMO (the nuclear-norm ball's
+            Lanczos) costs it one step instead of a full solve on a direction nobody uses.
 
     Returns:
         ``(x, lmo_state, lmo_calls, final_gap)``.
@@ -99,8 +104,9 @@ def inner_frank_wolfe(
         return (~done) & (calls < max_iter)
 
     def body(carry):
-        x, state, calls, _, _ = carry
+        x, state, calls, _, stopped = carry
         c = grad(x)
+        c = jnp.where(stopped | (calls >= max_iter), jnp.zeros_like(c), c)  # only reached under vmap
         x_new, state, gap, _ = fw_step(domain, c, x, state, beta=beta)
         done = gap <= gap_tol
         if stop is not None:
@@ -109,5 +115,6 @@ def inner_frank_wolfe(
 
     zero = jnp.asarray(0, jnp.int32)
     inf = jnp.asarray(jnp.inf, dtype=x0.dtype)
-    x, lmo_state, calls, gap, _ = jax.lax.while_loop(cond, body, (x0, lmo_state, zero, inf, jnp.asarray(False)))
+    init = (x0, lmo_state, zero, inf, ~jnp.asarray(active))
+    x, lmo_state, calls, gap, _ = jax.lax.while_loop(cond, body, init)
     return x, lmo_state, calls, gap

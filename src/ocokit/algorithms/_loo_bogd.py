@@ -56,7 +56,7 @@ def _int_leaf(value: Any) -> Array:
 
 
 def separating_hyperplane_fw(
-    domain: AbstractSet, y: Array, x1: Array, lmo_state: Any, *, eps: Any, max_iter: int
+    domain: AbstractSet, y: Array, x1: Array, lmo_state: Any, *, eps: Any, max_iter: int, active: Any = True
 ) -> tuple[Array, Any, Int[Array, ""]]:
     """SH-FW (G&K 2022, Algorithm 2; spec ``baselines.md`` §1.3): FW on ``1/2 ||x - y||^2`` from ``x1 in K``.
 
@@ -64,7 +64,8 @@ def separating_hyperplane_fw(
     ``||x_i - y||^2 <= 3 eps``; else ``x_{i+1} = x_i + sigma_i (v_i - x_i)`` with the exact line search
     ``sigma_i = clip(<y - x_i, v_i - x_i> / ||v_i - x_i||^2, 0, 1)``. Lemma 6: at most
     ``ceil(27 R^2/eps - 2)`` iterations; the output satisfies ``||x - y||^2 <= ||x1 - y||^2`` and either
-    ``||x - y||^2 <= 3 eps`` or ``(y - z)^T (y - x) > 2 eps`` for all z in K.
+    ``||x - y||^2 <= 3 eps`` or ``(y - z)^T (y - x) > 2 eps`` for all z in K. ``active=False``: returns
+    ``x1`` with no call (see :func:`~ocokit.algorithms._fw.inner_frank_wolfe`).
 
     Returns:
         ``(x, lmo_state, loo_calls)``.
@@ -79,6 +80,7 @@ def separating_hyperplane_fw(
         gap_tol=eps,
         max_iter=max_iter,
         stop=lambda x: _sq(x - y) <= thr,
+        active=active,
     )
     return x, lmo_state, calls
 
@@ -131,8 +133,9 @@ def close_infeasible_projection(
         return (~done) & (iters < max_outer)
 
     def body(carry):
-        x, y, state, calls, iters, _ = carry
-        x_new, state, k = separating_hyperplane_fw(domain, y, x, state, eps=eps, max_iter=max_fw)
+        x, y, state, calls, iters, done = carry
+        live = ~done & (iters < max_outer)  # false only under vmap, for a member that has stopped
+        x_new, state, k = separating_hyperplane_fw(domain, y, x, state, eps=eps, max_iter=max_fw, active=live)
         far = _sq(x_new - y) > thr
         y_new = jnp.where(far, y - gamma * (y - x_new), y)
         return x_new, y_new, state, calls + k, iters + 1, ~far
