@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from ocokit import experiments
+from ocokit import experiments, run
+from ocokit.algorithms import ProblemInfo
 from ocokit.experiments import paper000
 from ocokit.problems import synthetic_low_rank_ratings
 
@@ -131,3 +132,16 @@ def test_recorded_constants_cover_every_method_and_lie_on_the_grid():
         assert set(paper000.TUNED[name]) == {a.label for a in exp.algorithms}
         assert all(v in paper000.GRID for v in paper000.TUNED[name].values())
         assert exp.default_T == paper000.HORIZONS[name] and exp.default_seeds == 10 and exp.needs_data
+
+
+def test_lbpm_never_ends_its_theory_block_within_the_horizon_so_its_eta_is_inert(small_data):
+    # Why LBPM's grid need not run: K_b = 6 n M T^{1/2} is clipped to T, the first block never ends, and the
+    # knob (eta) cannot change a single round.
+    problem = paper000.MATRIX_COMPLETION_FILMTRUST.make_problem(small_data, {})
+    T = 12
+    lbpm = paper000.METHODS["LBPM"].build(ProblemInfo.of(problem, T))
+    assert int(lbpm.block_size) == T
+    runs = [run(paper000.scale_knob(lbpm, "eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other.loss, runs[0].loss)
+        np.testing.assert_array_equal(other.constraints, runs[0].constraints)
