@@ -11,9 +11,10 @@ Each draws the cumulative loss ``sum_{s<=t} f_s(X_s)`` and the CCV ``sum_{s<=t} 
 :class:`ocokit.problems.OnlineMatrixCompletion` with the paper's ``rho = 10^4`` and one sampled entry per
 round (spec paper000.md §5.1). The paper states no
 horizon; we use T = 300 for MovieLens and T = 100 for FilmTrust (:data:`HORIZONS`): one round costs a draw of
-the dense ``P_t`` (and, bandit, of ``u_t``) and Lanczos LMO calls on 943 x 1682 (1508 x 2071) matrices, about
-0.1-0.3 s per run on one CPU core (more for FilmTrust), so these horizons, 10 seeds and the grid search take
-a few hours on a shared 2-core machine.
+the dense ``P_t`` (and, bandit, of ``u_t``) and Lanczos LMO calls on 943 x 1682 (1508 x 2071) matrices: about
+17 ms for OFW-TVC on MovieLens (``benchmarks/projection_free.py``) and 0.15 s for the bandit methods on
+FilmTrust (compilation included). At these horizons a 10-seed run takes 8 (FilmTrust) to 15 (MovieLens)
+minutes on a 2-core machine; the grid search takes minutes per method (LBPM's 30, see below).
 
 Hyperparameters. "All parameters of each method are set according to their theoretical suggestions, and we
 choose the best hyper-parameters from the range [10^-5, ..., 10^5]" (000, Experiments). The paper does not say
@@ -27,9 +28,10 @@ multipliers recorded in :data:`TUNED` are used: for MovieLens the grid search's 
 2-core machine (one tuning seed, ``tune_T = 100``); most knobs barely move the score at that horizon (ties keep
 the theory value 1). For FilmTrust (one tuning seed, ``tune_T = 100``) BFW-TVC's score is flat (1) and
 SCBFW-TVC's best multiplier is 100 (38357 against 40818 at 1; the grid's scores are not monotone, so this is
-one seed's noise as much as a trend); LBPM's grid was not run to the end: its theory block ``K_b = 6 n M
-T^{1/2}`` is clipped to T, so within the horizon LBPM never ends a block, plays its start point throughout and
-its eta cannot change the score (single runs at 10^-5, 1 and 10^5 agree to every digit); it keeps 1.
+one seed's noise as much as a trend); LBPM's score is the same at every multiplier (3485.70), as it must be:
+its theory block ``K_b = 6 n M T^{1/2}`` is clipped to T, so within the horizon LBPM never ends a block and
+plays its start point throughout; it keeps 1. That grid is the slow one (30 minutes): its members with a large
+eta need about 1000 LOO calls in the projection at round T, and the vmapped grid pays for every member's.
 
 Options (``--option key=value``): ``tune`` (true/false), ``tune_T`` (default: T), ``tune_seeds`` (default 1),
 ``sampling`` (entry/minibatch/all), ``batch_size``, ``radius`` (default 1e4), ``lmo_tol`` (relative tolerance
