@@ -239,7 +239,14 @@ def _run(
     )
 
 
-def _run_grid(learner: AbstractLearner, problem: AbstractProblem, T: int, key: PRNGKeyArray, *flags: bool):
+def _run_grid(
+    learner: AbstractLearner,
+    problem: AbstractProblem,
+    T: int,
+    key: PRNGKeyArray,
+    record_decisions: bool,
+    comparators: bool = True,
+):
     """A whole stacked grid of learners playing the same game: :func:`_run` vmapped over the grid axis.
 
     Only what depends on a learner is batched: ``vmap`` leaves the environment's work (drawing the round
@@ -248,7 +255,7 @@ def _run_grid(learner: AbstractLearner, problem: AbstractProblem, T: int, key: P
     ``lax.cond`` on it stays a real branch instead of running both sides.
     """
     params, static = eqx.partition(learner, eqx.is_array)
-    return jax.vmap(lambda p: _run(eqx.combine(p, static), problem, T, key, *flags))(params)
+    return jax.vmap(lambda p: _run(eqx.combine(p, static), problem, T, key, record_decisions, comparators))(params)
 
 
 _run_jit = eqx.filter_jit(_run)
