@@ -16,8 +16,7 @@ class Perturbed(AbstractProblem):
     """``problem`` with every round from ``t0`` on redrawn from another key (to test for lookahead).
 
     ``t0`` is an array leaf, so wrappers with different ``t0`` share one compilation (``t0 > T``: the
-    game of ``problem`` itself). Optional problem hooks (``affine_constraints``, ``prediction``,
-    ``prediction_window``, ``initial_history``, ...) are forwarded to ``problem``.
+    game of ``problem`` itself). Every declared problem feature is forwarded to ``problem``.
     """
 
     domain: Any
@@ -26,11 +25,6 @@ class Perturbed(AbstractProblem):
 
     def __init__(self, inner: AbstractProblem, t0: int):
         self.domain, self.inner, self.t0 = inner.domain, inner, jnp.asarray(t0, jnp.int32)
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("inner", "domain", "t0") or name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     @property
     def num_constraints(self) -> int:
@@ -55,6 +49,31 @@ class Perturbed(AbstractProblem):
 
     def memory(self) -> int:
         return self.inner.memory()
+
+    @property
+    def constraint_structure(self) -> str:  # type: ignore[override]
+        return self.inner.constraint_structure
+
+    def affine_constraints(self, data):
+        return self.inner.affine_constraints(data)
+
+    def log_capacity_constraint(self, data):
+        return self.inner.log_capacity_constraint(data)
+
+    def initial_history(self):
+        return self.inner.initial_history()
+
+    def prediction(self, data, x):
+        return self.inner.prediction(data, x)
+
+    def prediction_lookahead(self):
+        return self.inner.prediction_lookahead()
+
+    def best_fixed(self, episode, env_key, T):
+        return self.inner.best_fixed(episode, env_key, T)
+
+    def round_optimum(self, data):
+        return self.inner.round_optimum(data)
 
 
 class NaNAt(AbstractProblem):

@@ -12,6 +12,7 @@ from ocokit.engine import NonFiniteError
 from ocokit.problems import TimeVaryingRegression
 
 from .helpers import NaNAt, quadratic_problem
+from .learner_cases import CASES
 
 
 def _python_loop(learner, problem, T, key):
@@ -215,7 +216,7 @@ def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branche
     # BFW-TVC updates only at a block's end, behind ``lax.cond`` on its round counter. Were the grid axis
     # pushed onto that counter, vmap would turn the branch into a select that runs the inner Frank-Wolfe
     # loop every round (16x slower tuning on FilmTrust).
-    learner, problem = ocokit.algorithms.BFWTVC._test_cases()[1]
+    learner, problem = CASES[ocokit.algorithms.BFWTVC]()[1]
     doubled = eqx.tree_at(lambda lrn: lrn.beta, learner, learner.beta * 2)
     grid = ocokit.stack([learner, doubled])
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])

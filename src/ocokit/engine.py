@@ -22,7 +22,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.feedback import PREDICTIONS, make_feedback
+from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback
 from ocokit.problems._base import AbstractProblem
 
 _QUANTITIES = ("loss", "constraints", "decision")
@@ -72,8 +72,8 @@ def _check_compatible(learner: AbstractLearner, problem: AbstractProblem, T: int
         raise ValueError(f"learner must be an ocokit AbstractLearner, got {type(learner).__name__}")
     if not isinstance(problem, AbstractProblem):
         raise ValueError(f"problem must be an ocokit AbstractProblem, got {type(problem).__name__}")
-    if not hasattr(type(learner), "feedback"):
-        raise ValueError(f"{type(learner).__name__} declares no feedback kind")
+    if not isinstance(getattr(type(learner), "feedback", None), FeedbackKind):
+        raise ValueError(f"{type(learner).__name__} declares no feedback kind (a FeedbackKind class attribute)")
 
 
 def _window(history: Array, x: Array) -> Array:
@@ -81,15 +81,15 @@ def _window(history: Array, x: Array) -> Array:
 
 
 def _initial_history(problem: AbstractProblem, x0: Array, h: int) -> Array | None:
-    """The carried history before round 1: ``problem.initial_history()`` if defined, else ``x_1`` repeated.
+    """The carried history before round 1: the problem's declared ``initial_history()``, else ``x_1`` repeated.
 
-    ``initial_history()`` (optional) returns the fixed decisions ``x_{2-h}, ..., x_0`` (shape
-    ``(h - 1, *x.shape)``, oldest first) of a problem whose costs start from a given initial condition
-    (paper 002: ``x_t = x_0`` for ``t <= 0``), or ``None``.
+    ``initial_history()`` returns the fixed decisions ``x_{2-h}, ..., x_0`` (shape ``(h - 1, *x.shape)``,
+    oldest first) of a problem whose costs start from a given initial condition (paper 002: ``x_t = x_0``
+    for ``t <= 0``), or ``None`` (the default).
     """
     if h <= 1:
         return None
-    past = problem.initial_history() if hasattr(problem, "initial_history") else None
+    past = problem.initial_history()
     if past is None:
         return jnp.repeat(x0[None], h, axis=0)
     past = jnp.broadcast_to(jnp.asarray(past, x0.dtype), (h - 1, *x0.shape))

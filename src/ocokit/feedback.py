@@ -49,18 +49,39 @@ PREDICTIONS = FeedbackKind.PREDICTIONS
 
 
 class _RoundFunctions(eqx.Module):
-    """Round t's data with its problem: ``f_t`` and ``g_t`` evaluable anywhere."""
+    """Round t's loss and constraints as functions of x, with the constraints' declared structure.
 
-    problem: AbstractProblem
-    data: Any
+    The problem and the round's data are private: a learner sees the round only through these methods.
+    """
+
+    _problem: AbstractProblem
+    _data: Any
 
     def loss(self, x: Float[Array, "..."]) -> Float[Array, ""]:
         """``f_t(x)``."""
-        return self.problem.loss(self.data, x)
+        return self._problem.loss(self._data, x)
 
     def constraints(self, x: Float[Array, "..."]) -> Float[Array, " N"]:
         """``g_t(x)``."""
-        return self.problem.constraints(self.data, x)
+        return self._problem.constraints(self._data, x)
+
+    @property
+    def num_constraints(self) -> int:
+        """Number N of constraint functions."""
+        return self._problem.num_constraints
+
+    @property
+    def constraint_structure(self) -> str:
+        """The declared structure of ``g_t`` (:attr:`ocokit.problems.AbstractProblem.constraint_structure`)."""
+        return self._problem.constraint_structure
+
+    def affine_constraints(self) -> tuple[Array, Array]:
+        """``(A_t, b_t)`` with ``g_t(x) = A_t x - b_t`` (for the ``"affine"`` structure)."""
+        return self._problem.affine_constraints(self._data)
+
+    def log_capacity_constraint(self) -> tuple[Array, Array, Array]:
+        """``(d, s, r)`` with ``g_t(x) = d - sum_i s_i ln(1 + r_i x_i)`` (for the ``"log_capacity"`` structure)."""
+        return self._problem.log_capacity_constraint(self._data)
 
 
 class ZerothOrder(_RoundFunctions):
@@ -96,15 +117,9 @@ class Bandit(eqx.Module):
 def problem_lookahead(problem: AbstractProblem) -> int | None:
     """How many rounds past the coming one ``problem``'s simulator predicts (``None``: no limit).
 
-    A problem declares its prediction window with the attributes ``prediction_window`` (W, an int or
-    ``None``) and ``strict_window`` (bool). The oracle built before round ``now`` answers rounds
-    ``now .. now + W`` (the reach of Algorithm 1's pseudo-code in paper 002, spec paper002.md §6 A7), or
-    ``now .. now + W - 1`` with ``strict_window=True`` (the window the paper's text and eq. (4) state).
+    The problem's declared :meth:`~ocokit.problems.AbstractProblem.prediction_lookahead`.
     """
-    window = getattr(problem, "prediction_window", None)
-    if window is None:
-        return None
-    return int(window) - 1 if getattr(problem, "strict_window", False) else int(window)
+    return problem.prediction_lookahead()
 
 
 class Predictions(eqx.Module):
@@ -113,8 +128,8 @@ class Predictions(eqx.Module):
     Built by the engine after round ``t`` (and once before round 1, with ``t = 0``) for a learner whose
     feedback kind is ``PREDICTIONS``; it serves the coming round ``now = t + 1``. Round k's data is
     ``problem.round_data(episode, fold_in(env_key, k), k)``, the very data the engine uses at round k, and
-    ``l_k(w) = problem.prediction(data_k, w)`` when the problem defines such a model (paper 002,
-    Assumption 3: ``|l_k - f_k| <= phi_k``), else ``l_k = f_k`` (``problem.loss``). A window ``w`` has shape
+    ``l_k(w) = problem.prediction(data_k, w)`` (paper 002, Assumption 3: ``|l_k - f_k| <= phi_k``; by
+    default the exact ``f_k``). A window ``w`` has shape
     ``(h, *domain.shape)``, oldest decision first (``h = problem.memory()``).
 
     The window of rounds is enforced here: a query for round ``k`` is answered only if
@@ -123,17 +138,17 @@ class Predictions(eqx.Module):
     the problem's (:func:`problem_lookahead`; ``None`` = no limit), narrowed by a learner with
     :meth:`restrict` to the window its own reading allows.
 
+    The simulator (problem, episode, environment key) is private: a learner sees only :meth:`predict`,
+    :meth:`value_and_grad`, :meth:`available`, ``now`` and ``lookahead``.
+
     Attributes:
-        problem: the environment.
-        episode: the run's per-episode constants.
-        env_key: the run's environment key.
         now: the 1-based round about to be played.
         lookahead: the largest ``k - now`` answered (static), or ``None``.
     """
 
-    problem: AbstractProblem
-    episode: Any
-    env_key: PRNGKeyArray
+    _problem: AbstractProblem
+    _episode: Any
+    _env_key: PRNGKeyArray
     now: Array
     lookahead: int | None = eqx.field(static=True, default=None)
 
@@ -152,7 +167,7 @@ class Predictions(eqx.Module):
         if isinstance(lookahead, bool) or not isinstance(lookahead, int) or lookahead < 0:
             raise ValueError(f"lookahead must be an integer >= 0, got {lookahead!r}")
         new = lookahead if self.lookahead is None else min(lookahead, self.lookahead)
-        return Predictions(self.problem, self.episode, self.env_key, self.now, new)
+        return Predictions(self._problem, self._episode, self._env_key, self.now, new)
 
     def available(self, k: Array) -> Array:
         """Whether round ``k`` lies in the window ``now <= k <= now + lookahead``."""
@@ -160,14 +175,13 @@ class Predictions(eqx.Module):
         return ok if self.lookahead is None else ok & (k <= self.now + self.lookahead)
 
     def _model(self, k: Array, window: Array) -> Array:
-        data = self.problem.round_data(self.episode, jax.random.fold_in(self.env_key, k), k)
-        model = getattr(self.problem, "prediction", None) or self.problem.loss
-        memory = self.problem.memory()
+        data = self._problem.round_data(self._episode, jax.random.fold_in(self._env_key, k), k)
+        memory = self._problem.memory()
 
         def one(w):
-            return model(data, w if memory > 1 else w[0])
+            return self._problem.prediction(data, w if memory > 1 else w[0])
 
-        batch = window.shape[: window.ndim - 1 - len(self.problem.domain.shape)]
+        batch = window.shape[: window.ndim - 1 - len(self._problem.domain.shape)]
         flat = window.reshape((-1, *window.shape[len(batch) :]))
         return jax.vmap(one)(flat).reshape(batch)
 

@@ -10,17 +10,17 @@ from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms import COLDQ, OGD, COLDQExpert, ProblemInfo
-from ocokit.algorithms._coldq import _regression_rounds
 from ocokit.algorithms._hinge_prox import resolve_solver
 from ocokit.engine import split_key
 from ocokit.problems import CustomProblem, TimeVaryingRegression
 from ocokit.sets import Box
 
+from ..learner_cases import regression_rounds
 from .test_hinge_prox import _clarabel
 
 T = 40
 _REGRESSION = TimeVaryingRegression(dim=4, rows=3)  # K = [0, 5]^4, N = 2, fresh A_t, b_t each round
-PROBLEM = _regression_rounds()  # the same rounds without the regression's comparators (a light compile)
+PROBLEM = regression_rounds()  # the same rounds without the regression's comparators (a light compile)
 AFFINE = {"solver": "affine"}
 
 
@@ -225,7 +225,7 @@ def test_coldq_expert_with_one_expert_is_coldq():
 
 def test_coldq_on_job_scheduling_uses_the_log_capacity_solver():
     problem = ocokit.problems.JobScheduling.synthetic(num_slots=288)
-    assert resolve_solver(problem, "auto") == "log_capacity"
+    assert resolve_solver(problem.constraint_structure, problem.domain, "auto") == "log_capacity"
     learner = COLDQ.from_paper(ProblemInfo.of(problem, 60), table=6)
     session = ocokit.Session(learner, problem, horizon=60, key=0)  # steps without the comparators' compile
     env_key = split_key(session.key)[0]

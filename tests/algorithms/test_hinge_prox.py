@@ -1,6 +1,7 @@
 """The hinge-penalised proximal step (COLDQ's P_t) against CVXPY/Clarabel, fast path, structures, errors."""
 
 import warnings
+from typing import ClassVar
 
 import cvxpy as cp
 import equinox as eqx
@@ -19,6 +20,7 @@ from ocokit.algorithms._hinge_prox import (
     solve_log_capacity,
     solve_smooth,
 )
+from ocokit.feedback import FullInformation
 from ocokit.problems import AbstractProblem
 from ocokit.sets import Box, L2Ball
 
@@ -247,6 +249,8 @@ class _DeclaredAffine(AbstractProblem):
     def constraints(self, data, x):
         return data["A"] @ x - data["b"]
 
+    constraint_structure: ClassVar[str] = "affine"
+
     def affine_constraints(self, data):
         return data["A"], data["b"]
 
@@ -254,18 +258,19 @@ class _DeclaredAffine(AbstractProblem):
 def test_auto_dispatch_uses_declared_structure_and_agrees_with_the_jacobian_reading():
     problem = _DeclaredAffine(Box(0.0, 5.0, dim=4))
     data = problem.round_data(None, jax.random.PRNGKey(0), 1)
-    assert resolve_solver(problem, "auto") == "affine"
+    assert resolve_solver(problem.constraint_structure, problem.domain, "auto") == "affine"
     undeclared = ocokit.problems.CustomProblem(
         domain=Box(0.0, 5.0, dim=4),
         loss=lambda d, x: jnp.sum(x**2),
         constraints=lambda d, x: d["A"] @ x - d["b"],
         data=jax.tree.map(lambda a: a[None], data),
     )
-    assert resolve_solver(undeclared, "auto") == "smooth"
+    assert resolve_solver(undeclared.constraint_structure, undeclared.domain, "auto") == "smooth"
     args = (jnp.full(4, -3.0), 1.0, jnp.full(4, 2.0), jnp.array([50.0, 50.0]))
     step = eqx.filter_jit(hinge_prox_step)
-    declared = step(problem, data, *args, solver="auto").x
-    by_jacobian = step(undeclared, data, *args, solver="affine").x  # A, b read off the Jacobian of g
+    declared = step(FullInformation(problem, data), problem.domain, *args, solver="auto").x
+    # A, b read off the Jacobian of g
+    by_jacobian = step(FullInformation(undeclared, data), undeclared.domain, *args, solver="affine").x
     np.testing.assert_allclose(declared, by_jacobian, atol=1e-14)
     assert not np.allclose(declared, np.clip(2.0 + 3.0 / 2.0, 0, 5))  # the hinges are active
 
@@ -273,13 +278,13 @@ def test_auto_dispatch_uses_declared_structure_and_agrees_with_the_jacobian_read
 def test_solver_choice_errors_are_clear():
     regression = ocokit.problems.TimeVaryingRegression()
     with pytest.raises(ValueError, match="solver must be one of"):
-        resolve_solver(regression, "cvxpy")
+        resolve_solver(regression.constraint_structure, regression.domain, "cvxpy")
     with pytest.raises(ValueError, match="log_capacity_constraint"):
-        resolve_solver(regression, "log_capacity")
+        resolve_solver(regression.constraint_structure, regression.domain, "log_capacity")
     ball = eqx.tree_at(lambda p: p.domain, _DeclaredAffine(Box(0.0, 1.0, dim=4)), L2Ball(4))
     with pytest.raises(ValueError, match="needs a Box domain"):
-        resolve_solver(ball, "smooth")
-    assert resolve_solver(ball, "auto") == "affine"
+        resolve_solver(ball.constraint_structure, ball.domain, "smooth")
+    assert resolve_solver(ball.constraint_structure, ball.domain, "auto") == "affine"
 
 
 @pytest.mark.parametrize(("p", "N"), [(2, 3), (10, 2), (3, 1)])

@@ -1,13 +1,12 @@
 """The shared learner suite, generated from the registry (river's check_estimator, optax's table).
 
-Every learner exported from :mod:`ocokit.algorithms` provides ``_test_cases()``: small (learner, problem)
-pairs. Each pair is checked for: decisions in K, a state whose tree, shapes and dtypes survive an update,
-no lookahead (changing round t's data leaves x_1..x_t unchanged), and numeric hyperparameters stored as
-array leaves (so a grid never recompiles). Every check reads the same two vmapped runs, compiled once per
+Every learner exported from :mod:`ocokit.algorithms` has small (learner, problem) cases in
+``tests/learner_cases.py``. Each pair is checked for: decisions in K, a state whose tree, shapes and dtypes
+survive an update, no lookahead (changing round t's data leaves x_1..x_t unchanged), and numeric hyperparameters
+stored as array leaves (so a grid never recompiles). Every check reads the same two vmapped runs, compiled once per
 case; that a vmapped run equals separate runs is the engine's own test (tests/test_engine.py).
 """
 
-import inspect
 
 import equinox as eqx
 import jax
@@ -15,34 +14,24 @@ import numpy as np
 import pytest
 
 import ocokit
-from ocokit import algorithms
-from ocokit.algorithms import AbstractLearner, ProblemInfo
-from ocokit.feedback import PREDICTIONS, make_feedback, problem_lookahead
+from ocokit.algorithms import ProblemInfo
+from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback, problem_lookahead
 
 from ..helpers import Perturbed
+from ..learner_cases import CASES as LEARNER_CASES
+from ..learner_cases import LEARNERS, cases
 
 T = 30
 
-LEARNERS = sorted(
-    (getattr(algorithms, name) for name in algorithms.__all__
-     if inspect.isclass(getattr(algorithms, name))
-     and issubclass(getattr(algorithms, name), AbstractLearner)
-     and not inspect.isabstract(getattr(algorithms, name))),
-    key=lambda c: c.__name__,
-)
-CASES = [
-    pytest.param(learner, problem, id=f"{cls.__name__}-{i}")
-    for cls in LEARNERS
-    for i, (learner, problem) in enumerate(cls._test_cases() if hasattr(cls, "_test_cases") else [])
-]
+CASES = [pytest.param(learner, problem, id=case_id) for case_id, learner, problem in cases()]
 
 
 @pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
 def test_every_learner_has_test_cases_and_a_docstring(cls):
-    assert hasattr(cls, "_test_cases"), f"{cls.__name__} must define _test_cases() to join the suite"
-    assert len(cls._test_cases()) >= 1
+    assert cls in LEARNER_CASES, f"{cls.__name__} must have cases in tests/learner_cases.py to join the suite"
+    assert len(LEARNER_CASES[cls]()) >= 1
     assert cls.__doc__ and len(cls.__doc__.strip()) > 80
-    assert hasattr(cls, "feedback")
+    assert isinstance(cls.feedback, FeedbackKind)
 
 
 _CACHE: dict = {}

@@ -28,11 +28,9 @@ from ocokit.algorithms._tvc_common import (
     override,
     restart_if_doubled,
     strongly_convex_constants,
-    suite_cases,
     theory_constants,
 )
 from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
-from ocokit.problems._base import AbstractProblem
 
 # --------------------------------------------------------------------------------------------------
 # Bandit ingredients (spec §3.3) and Algorithms 3-4.
@@ -229,10 +227,6 @@ class BFWTVC(AbstractBanditTVC):
         )
         return override(theory, overrides)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
-        return suite_cases(lambda info: [cls.from_theory(info), cls.from_theory(info, block=3, beta=0.1, phi="linear")])
-
     def _block_update(self, state: _BanditState, w: Array) -> _BanditState:
         G_tilde, restart = restart_if_doubled(state.G_tilde, self.beta * self.G * (self.gamma + w))
         block_index = state.t // self.block
@@ -375,15 +369,6 @@ class SCBFWTVC(AbstractBanditTVC):
         K = max(1, round(T23))
         theory_ = cls(beta=beta, gamma=gamma, alpha_f=a, delta=c * T ** (-1.0 / 3.0), block=K, inner_steps=K)
         return override(theory_, overrides)
-
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
-        return suite_cases(
-            lambda info: [
-                cls.from_theory(info, alpha_f=1.0),
-                cls.from_theory(info, alpha_f=1.0, theory="statement", block=4, inner_steps=2, surrogate="literal"),
-            ]
-        )
 
     def _block_update(self, state: _BanditState, w: Array) -> _BanditState:
         del w

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import math
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -15,18 +16,59 @@ from ocokit.sets import AbstractSet
 
 
 class ProblemInfo(eqx.Module):
-    """What a learner may know before round 1: the set, N, the horizon, the memory and the constants."""
+    """What a learner may know before round 1: the set, N, the horizon, the memory, the constants and the
+    declared structure of the constraints.
+
+    Theory constructors read constants through :meth:`require`, the one place that says which constant is
+    missing and how to supply it.
+    """
 
     domain: AbstractSet
     num_constraints: int = eqx.field(static=True)
     horizon: int = eqx.field(static=True)
     constants: ProblemConstants = ProblemConstants()
     memory: int = eqx.field(static=True, default=1)
+    constraint_structure: str = eqx.field(static=True, default="general")
 
     @classmethod
     def of(cls, problem: AbstractProblem, T: int) -> ProblemInfo:
         """The information a learner gets about ``problem`` over ``T`` rounds."""
-        return cls(problem.domain, problem.num_constraints, T, problem.constants(), problem.memory())
+        return cls(
+            problem.domain,
+            problem.num_constraints,
+            T,
+            problem.constants(),
+            problem.memory(),
+            problem.constraint_structure,
+        )
+
+    def require(self, name: str, who: str, override: Any = None, *, allow_zero: bool = False) -> float:
+        """The constant ``name``: ``override`` when given, else the problem's; ``ValueError`` if unknown.
+
+        ``name`` is a field of :class:`~ocokit.problems.ProblemConstants` (``grad_bound``, ``loss_bound``,
+        ...) or ``"diameter"`` / ``"inner_radius"`` of the domain. ``who`` names the caller in the error
+        (``"OFWTVC.from_theory"``). The value must be finite and ``> 0`` (``>= 0`` with ``allow_zero``).
+        This is the one way every ``from_theory`` reads and overrides a constant.
+        """
+        if override is not None:
+            value, source = float(override), f"{name}={override!r}"
+        elif name in ("diameter", "inner_radius"):
+            value, source = float(getattr(self.domain, name)), f"the domain's {name}"
+        elif name in ProblemConstants.__dataclass_fields__:
+            value, source = float(getattr(self.constants, name)), f"the problem constant {name}"
+        else:
+            raise ValueError(
+                f"unknown constant {name!r}; expected diameter, inner_radius or one of "
+                f"{sorted(ProblemConstants.__dataclass_fields__)}"
+            )
+        ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+        if not ok:
+            bound = ">= 0" if allow_zero else "> 0"
+            raise ValueError(
+                f"{who} needs {source} (finite, {bound}), got {value}; pass {name}=... or declare it in the "
+                "problem's constants()"
+            )
+        return value
 
 
 def hyperparameter(**kwargs: Any) -> Any:

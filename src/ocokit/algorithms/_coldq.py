@@ -15,19 +15,16 @@ from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._queue_common import (
     QueueState,
-    ball_problem,
     check_solver_options,
     initial_fields,
     paper_table,
     prox_step,
-    regression_rounds,
     solver_diagnostics,
     start_point,
 )
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 _PAPER_TABLES = dict.fromkeys((3, 4, 5, 6))  # COLDQ has the same parameters in Tables 3-6
-_regression_rounds = regression_rounds  # the name tests/algorithms/test_coldq.py imports
 
 
 def doubly_bounded_queue(queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
@@ -176,14 +173,6 @@ class COLDQ(AbstractLearner):
         T, eps = _theory_horizon_eps(info, 0.5, "COLDQ.from_paper")
         return cls(eta=1.0 / T, gamma=eps * T, alpha0=1.0, alpha_power=0.5, **options)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        T = 30
-        return [
-            (cls(eta=1.0 / T, gamma=0.5 * T, solver="affine"), regression_rounds()),
-            (cls(eta=1.0 / T, gamma=0.1 * T, alpha0=2.0, solver="smooth"), ball_problem()),
-        ]
-
     def init(self, info, key):
         del key
         return QueueState(**initial_fields(info, self.start, self.gamma))  # Q_1 = gamma
@@ -195,8 +184,8 @@ class COLDQ(AbstractLearner):
         t = state.t + 1  # the round just played
         queue = _queue_after_round(self, t, state.queue, feedback.constraints(x))
         alpha = self.alpha0 * t.astype(x.dtype) ** self.alpha_power
-        sol = prox_step(self, feedback, feedback.grad(x), alpha, x, queue)
-        return QueueState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged)
+        sol = prox_step(self, feedback, state.domain, feedback.grad(x), alpha, x, queue)
+        return QueueState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged, state.domain)
 
     def diagnostics(self, state):
         return solver_diagnostics(state)
@@ -210,6 +199,7 @@ class _COLDQExpertState(eqx.Module):
     t: Int[Array, ""]
     iterations: Int[Array, ""]  # dual Newton steps of the last round, summed over experts
     converged: Bool[Array, ""]
+    domain: Any  # X, from the learner's info
 
 
 class COLDQExpert(AbstractLearner):
@@ -300,12 +290,6 @@ class COLDQExpert(AbstractLearner):
             **options,
         )
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        T = 30
-        learner = cls(num_experts=3, kappa=T**-0.5, eta=T**-1.5, gamma=0.5 * T**1.5, solver="affine")
-        return [(learner, regression_rounds())]
-
     def prior(self, dtype=None) -> Array:
         """``w_1[m] = (M + 1) / (m (m + 1) M)``, ``m = 1..M`` (sums to one)."""
         M = self.num_experts
@@ -326,6 +310,7 @@ class COLDQExpert(AbstractLearner):
             t=jnp.asarray(0, jnp.int32),
             iterations=jnp.asarray(0, jnp.int32),
             converged=jnp.asarray(True),
+            domain=info.domain,
         )
 
     def decide(self, state):
@@ -345,7 +330,10 @@ class COLDQExpert(AbstractLearner):
         alphas = self.alpha0 * t.astype(dtype) ** self.alpha_power / self.ratio**m
         grads = jax.vmap(feedback.grad)(experts)
 
-        sol = jax.vmap(lambda c, alpha, z, q: prox_step(self, feedback, c, alpha, z, q))(grads, alphas, experts, queues)
+        def expert_step(c, alpha, z, q):
+            return prox_step(self, feedback, state.domain, c, alpha, z, q)
+
+        sol = jax.vmap(expert_step)(grads, alphas, experts, queues)
         new_experts = sol.x.astype(dtype)
         return _COLDQExpertState(
             experts=new_experts,
@@ -355,6 +343,7 @@ class COLDQExpert(AbstractLearner):
             t=t,
             iterations=jnp.sum(sol.iterations).astype(jnp.int32),
             converged=jnp.all(sol.converged),
+            domain=state.domain,
         )
 
     def diagnostics(self, state):

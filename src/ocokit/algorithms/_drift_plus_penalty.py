@@ -20,6 +20,7 @@ class _YuNeelyWeiState(eqx.Module):
     x: Array  # x(t), the decision to play
     queue: Array  # Q_k(t), one virtual queue per constraint
     t: Array  # rounds absorbed so far
+    domain: Any  # K, from the learner's info
 
 
 class YuNeelyWei(AbstractLearner):
@@ -84,12 +85,6 @@ class YuNeelyWei(AbstractLearner):
             start=start,
         )
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import TimeVaryingRegression
-
-        return [(cls(V=5.0, alpha=100.0), TimeVaryingRegression(dim=4, rows=3, num_constraints=2))]
-
     def init(self, info, key):
         del key
         domain = info.domain
@@ -99,13 +94,14 @@ class YuNeelyWei(AbstractLearner):
             x=x.astype(c.dtype),
             queue=jnp.zeros((info.num_constraints,), dtype=c.dtype),
             t=jnp.asarray(0, jnp.int32),
+            domain=domain,
         )
 
     def decide(self, state):
         return state.x
 
     def update(self, state, x, feedback):
-        domain = feedback.problem.domain
+        domain = state.domain
         dtype = x.dtype
         g = feedback.constraints(x)  # (N,)
         J = feedback.constraints_jacobian(x)  # (N, *shape)
@@ -115,7 +111,7 @@ class YuNeelyWei(AbstractLearner):
         x_new = domain.project(x - d / (2.0 * self.alpha)).astype(dtype)
         linearised = g + J2 @ (x_new - x).ravel()
         queue = jnp.maximum(state.queue + linearised, 0.0).astype(dtype)
-        return _YuNeelyWeiState(x=x_new, queue=queue, t=state.t + 1)
+        return _YuNeelyWeiState(x=x_new, queue=queue, t=state.t + 1, domain=domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue}

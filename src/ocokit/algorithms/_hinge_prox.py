@@ -53,18 +53,18 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
-from ocokit.problems._base import AbstractProblem
 from ocokit.sets import AbstractSet, Box
 
 SOLVERS = ("auto", "affine", "log_capacity", "smooth")
 """Solver choices of :func:`hinge_prox_step`:
 
-* ``"auto"``: ``affine`` if the problem defines ``affine_constraints(data) -> (A, b)`` (``g = A x - b``),
-  ``log_capacity`` if it defines ``log_capacity_constraint(data) -> (d, s, r)``
-  (``g = d - sum_i s_i ln(1 + r_i x_i)``), ``smooth`` otherwise.
-* ``"affine"``: ``A, b`` from ``affine_constraints`` when defined, else from the Jacobian of ``g`` at the
-  centre (exact only when ``g`` is affine in ``x``: the caller asserts it).
-* ``"log_capacity"``: needs ``log_capacity_constraint``.
+* ``"auto"``: by the problem's declared ``constraint_structure``: ``affine`` for ``"affine"``
+  (``affine_constraints(data) -> (A, b)``, ``g = A x - b``), ``log_capacity`` for ``"log_capacity"``
+  (``log_capacity_constraint(data) -> (d, s, r)``, ``g = d - sum_i s_i ln(1 + r_i x_i)``), ``smooth``
+  otherwise.
+* ``"affine"``: ``A, b`` from ``affine_constraints`` when the structure is declared affine, else from the
+  Jacobian of ``g`` at the centre (exact only when ``g`` is affine in ``x``: the caller asserts it).
+* ``"log_capacity"``: needs the declared ``"log_capacity"`` structure.
 * ``"smooth"``: any smooth convex ``g`` over a box.
 """
 
@@ -447,32 +447,35 @@ def solve_smooth(
     return _maximise_dual(oracle, w, z, scale, tol, max_iter)
 
 
-def resolve_solver(problem: AbstractProblem, solver: str) -> str:
-    """The structure :func:`hinge_prox_step` uses for ``problem`` (static); ``ValueError`` if unusable."""
+def resolve_solver(structure: str, domain: AbstractSet, solver: str) -> str:
+    """The structure :func:`hinge_prox_step` uses (static); ``ValueError`` if unusable.
+
+    ``structure`` is the problem's declared ``constraint_structure`` (``"affine"``, ``"log_capacity"`` or
+    ``"general"``) and ``domain`` the decision set.
+    """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {list(SOLVERS)}, got {solver!r}")
-    has_affine = callable(getattr(problem, "affine_constraints", None))
-    has_log = callable(getattr(problem, "log_capacity_constraint", None))
     if solver == "auto":
-        solver = "affine" if has_affine else "log_capacity" if has_log else "smooth"
-    if solver == "log_capacity" and not has_log:
+        solver = {"affine": "affine", "log_capacity": "log_capacity"}.get(structure, "smooth")
+    if solver == "log_capacity" and structure != "log_capacity":
         raise ValueError(
-            f"solver='log_capacity' needs {type(problem).__name__}.log_capacity_constraint(data) -> "
-            "(d, s, r) describing g(x) = d - sum_i s_i ln(1 + r_i x_i)"
+            f"solver='log_capacity' needs a problem with constraint_structure='log_capacity' (and "
+            f"log_capacity_constraint(data) -> (d, s, r) describing g(x) = d - sum_i s_i ln(1 + r_i x_i)), "
+            f"got {structure!r}"
         )
-    if solver in ("log_capacity", "smooth") and not isinstance(problem.domain, Box):
+    if solver in ("log_capacity", "smooth") and not isinstance(domain, Box):
         raise ValueError(
-            f"solver={solver!r} needs a Box domain, got {type(problem.domain).__name__}; for affine "
-            "constraints over other sets use solver='affine' (define affine_constraints or make g affine)"
+            f"solver={solver!r} needs a Box domain, got {type(domain).__name__}; for affine "
+            "constraints over other sets use solver='affine' (declare constraint_structure='affine' or make g affine)"
         )
-    if problem.domain.shape is not None and len(problem.domain.shape) != 1:
-        raise ValueError(f"hinge-prox solvers need vector decisions, got shape {problem.domain.shape}")
+    if domain.shape is not None and len(domain.shape) != 1:
+        raise ValueError(f"hinge-prox solvers need vector decisions, got shape {domain.shape}")
     return solver
 
 
 def hinge_prox_step(
-    problem: AbstractProblem,
-    data: Any,
+    round_: Any,
+    domain: AbstractSet,
     c: Float[Array, " p"],
     alpha: Any,
     z: Float[Array, " p"],
@@ -482,24 +485,24 @@ def hinge_prox_step(
     tol: Any = 1e-11,
     max_iter: int = 50,
 ) -> HingeProxSolution:
-    """``argmin_{x in K} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+`` for ``g = g_t`` of ``data``.
+    """``argmin_{x in K} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+`` for ``g = g_t`` of ``round_``.
 
-    The structure of ``g`` is chosen by ``solver`` (static; see :data:`SOLVERS`). Pure and jit/vmap-safe.
+    ``round_`` is the round's feedback (:class:`~ocokit.feedback.FullInformation`: ``constraints(x)``,
+    ``num_constraints``, ``constraint_structure`` and the declared ``affine_constraints()`` /
+    ``log_capacity_constraint()``). The structure of ``g`` is chosen by ``solver`` (static; see
+    :data:`SOLVERS`). Pure and jit/vmap-safe.
     """
-    kind = resolve_solver(problem, solver)
-    domain = problem.domain
-    if problem.num_constraints == 0:
+    kind = resolve_solver(round_.constraint_structure, domain, solver)
+    if round_.num_constraints == 0:
         return _unconstrained(c, alpha, z, domain, jnp.result_type(c, z))
     if kind == "affine":
-        if callable(getattr(problem, "affine_constraints", None)):
-            A, b = problem.affine_constraints(data)
+        if round_.constraint_structure == "affine":
+            A, b = round_.affine_constraints()
         else:
-            A = jax.jacfwd(lambda x: problem.constraints(data, x))(z)
-            b = A @ z - problem.constraints(data, z)
+            A = jax.jacfwd(round_.constraints)(z)
+            b = A @ z - round_.constraints(z)
         return solve_affine(c, alpha, z, weights, A, b, domain, tol=tol, max_iter=max_iter)
     if kind == "log_capacity":
-        d, s, r = problem.log_capacity_constraint(data)
+        d, s, r = round_.log_capacity_constraint()
         return solve_log_capacity(c, alpha, z, weights, d, s, r, domain, tol=tol, max_iter=max_iter)
-    return solve_smooth(
-        c, alpha, z, weights, lambda x: problem.constraints(data, x), domain, tol=tol, max_iter=max_iter
-    )
+    return solve_smooth(c, alpha, z, weights, round_.constraints, domain, tol=tol, max_iter=max_iter)

@@ -279,30 +279,13 @@ def _check_common(lrn: Any) -> None:
         _checks.positive("eps", lrn.eps)
 
 
-def _test_problem(dim: int = 3, constrained: bool = True):
-    from ocokit.problems import CustomProblem
-    from ocokit.sets import Box
-
-    def sampler(key, t):
-        k1, k2 = jax.random.split(key)
-        c = jnp.array([1.0, -0.5, 0.25])[:dim] + 0.3 * jax.random.normal(k1, (dim,))
-        s = jax.random.uniform(k2, (), minval=0.5, maxval=1.5)
-        return {"c": c, "s": s}
-
-    return CustomProblem(
-        domain=Box(-1.0, 1.0, dim=dim),
-        loss=lambda d, x: jnp.dot(d["c"], x) + 0.5 * jnp.sum(x**2),
-        constraints=(lambda d, x: d["s"] * jnp.array([jnp.sum(x) - 0.5])) if constrained else None,
-        sampler=sampler,
-    )
-
-
 # --------------------------------------------------------------------------------------------------
 # LOO-BOGD and LOO-BBGD (verified, [P]).
 
 
 class _LOOBOGDState(eqx.Module):
     block: _Block
+    domain: AbstractSet  # K, from the learner's info
 
 
 class LOOBOGD(AbstractLearner):
@@ -382,23 +365,16 @@ class LOOBOGD(AbstractLearner):
             **_full_info_theory(info, cls.__name__, radius, eta_constant, eps_constant, block_constant),
         )
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        return [
-            (cls(eta=0.05, eps=0.02, block_size=3), _test_problem(constrained=False)),
-            (cls(eta=0.05, eps=0.02, block_size=4, pipelined=False), _test_problem()),
-        ]
-
     def init(self, info, key):
         del key
-        return _LOOBOGDState(block=_block_init(info.domain, info.domain.center().dtype))
+        return _LOOBOGDState(block=_block_init(info.domain, info.domain.center().dtype), domain=info.domain)
 
     def decide(self, state):
         return state.block.x
 
     def update(self, state, x, feedback):
-        block, _ = _block_step(self, state.block, feedback.grad(x), feedback.problem.domain, self.eps)
-        return _LOOBOGDState(block=block)
+        block, _ = _block_step(self, state.block, feedback.grad(x), state.domain, self.eps)
+        return _LOOBOGDState(block=block, domain=state.domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": state.block.oracle_calls}
@@ -518,13 +494,6 @@ class LOOBBGD(AbstractLearner):
         """
         M = _constant(info, "loss_bound", cls.__name__)
         return cls(pipelined=pipelined, **_bandit_theory(info, radius, c, eta_constant, block_constant, M))
-
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        return [
-            (cls(eta=0.01, delta=0.3, block_size=3), _test_problem(constrained=False)),
-            (cls(eta=0.01, delta=0.3, block_size=4, pipelined=False), _test_problem()),
-        ]
 
     def init(self, info, key):
         return _bandit_init(info.domain, self.delta, key)

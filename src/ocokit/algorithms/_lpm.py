@@ -31,7 +31,6 @@ from ocokit.algorithms._loo_bogd import (
     _full_info_theory,
     _int_leaf,
     _optional_leaf,
-    _test_problem,
 )
 from ocokit.feedback import BANDIT, FULL_INFORMATION, FeedbackKind
 
@@ -94,6 +93,7 @@ def _with_dual_theory(cls: Any, info: ProblemInfo, chain: dict[str, Any], **stat
 class _LPMState(eqx.Module):
     block: _Block
     dual: _DualState
+    domain: Any  # K, from the learner's info
 
 
 class LPM(AbstractLearner):
@@ -193,17 +193,12 @@ class LPM(AbstractLearner):
         chain = _full_info_theory(info, cls.__name__, radius, eta_constant, eps_constant, block_constant)
         return _with_dual_theory(cls, info, chain, dual_rule=dual_rule, hinge=hinge, pipelined=pipelined)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        return [
-            (cls(eta=0.05, eps=0.02, block_size=3, mu=0.05, dual_reg=1.0), _test_problem()),
-            (cls(eta=0.01, eps=0.02, block_size=4, V=5.0, dual_rule="dpp_queue", pipelined=True), _test_problem()),
-        ]
-
     def init(self, info, key):
         del key
         dtype = info.domain.center().dtype
-        return _LPMState(block=_block_init(info.domain, dtype), dual=_dual_init(info.num_constraints, dtype))
+        return _LPMState(
+            block=_block_init(info.domain, dtype), dual=_dual_init(info.num_constraints, dtype), domain=info.domain
+        )
 
     def decide(self, state):
         return state.block.x
@@ -215,8 +210,8 @@ class LPM(AbstractLearner):
             J = jnp.where((g > 0)[:, None], J, 0.0)
             g = jnp.maximum(g, 0.0)
         grad = _loss_scale(self) * feedback.grad(x) + (state.dual.dual @ J).reshape(x.shape)
-        block, end = _block_step(self, state.block, grad, feedback.problem.domain, self.eps)
-        return _LPMState(block=block, dual=_dual_step(self, state.dual, g.astype(x.dtype), end))
+        block, end = _block_step(self, state.block, grad, state.domain, self.eps)
+        return _LPMState(block=block, dual=_dual_step(self, state.dual, g.astype(x.dtype), end), domain=state.domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": state.block.oracle_calls, "dual": state.dual.dual}
@@ -314,13 +309,6 @@ class LBPM(AbstractLearner):
         M = max(_constant(info, "loss_bound", who), _constant(info, "constraint_bound", who))
         chain = _bandit_theory(info, radius, c, eta_constant, block_constant, M)
         return _with_dual_theory(cls, info, chain, dual_rule=dual_rule, hinge=hinge, pipelined=pipelined)
-
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        return [
-            (cls(eta=0.01, delta=0.3, block_size=3, mu=0.05, dual_reg=1.0), _test_problem()),
-            (cls(eta=0.002, delta=0.3, block_size=4, V=5.0, dual_rule="dpp_queue", pipelined=True), _test_problem()),
-        ]
 
     def init(self, info, key):
         bandit = _bandit_init(info.domain, self.delta, key)

@@ -194,6 +194,7 @@ class EntropicGeometry(AbstractMirrorGeometry):
 class _HedgeState(eqx.Module):
     x: Float[Array, " d"]  # x_t, the decision to play
     t: Int[Array, ""]  # rounds absorbed so far
+    domain: Simplex  # X, from the learner's info
 
 
 class Hedge(AbstractLearner):
@@ -263,27 +264,20 @@ class Hedge(AbstractLearner):
         eta = math.sqrt(2 * math.log(d) / info.horizon) / F
         return cls(**{"eta": eta, **overrides})
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import DriftingAllocation
-
-        problem = DriftingAllocation(dim=4, drift=0.5)
-        return [(cls(eta=0.5), problem), (cls(eta=1.0, nu=0.1, decay="inverse_sqrt"), problem)]
-
     def init(self, info, key):
         del key
         EntropicGeometry().check_domain(info.domain)
-        return _HedgeState(x=info.domain.center(), t=jnp.asarray(0, jnp.int32))
+        return _HedgeState(x=info.domain.center(), t=jnp.asarray(0, jnp.int32), domain=info.domain)
 
     def decide(self, state):
         return state.x
 
     def update(self, state, x, feedback):
-        domain = feedback.problem.domain
+        domain = state.domain
         t = state.t + 1
         step = self.eta if self.decay == "constant" else self.eta / jnp.sqrt(t.astype(x.dtype))
         y = entropic_prox(domain, x, step * feedback.grad(x), 1.0)
-        return _HedgeState(x=mix_uniform(domain, y, self.nu), t=t)
+        return _HedgeState(x=mix_uniform(domain, y, self.nu), t=t, domain=domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(1, jnp.int32)}

@@ -43,6 +43,7 @@ class _MirrorProxState(eqx.Module):
     alpha: Float[Array, ""]  # alpha_t
     c: Float[Array, "*shape"]  # c_t = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
     t: Int[Array, ""]  # rounds absorbed so far
+    domain: Any  # X_0, from the learner's info
 
 
 def _dual_update(learner, queue, alpha_prev, g, J, rule: str):
@@ -92,12 +93,13 @@ def _init(learner, info, x0, nu, rule: str) -> _MirrorProxState:
         alpha=alpha.astype(dtype),
         c=c.astype(dtype),
         t=jnp.asarray(0, jnp.int32),
+        domain=domain,
     )
 
 
 def _round(learner, state: _MirrorProxState, x, feedback, nu, rule: str) -> _MirrorProxState:
     """Lines 6-7 of round t (fresh gradient, x~_{t+1}), then Lines 3-4 of round t + 1 (Q, alpha, x_{t+1})."""
-    domain = feedback.problem.domain
+    domain = state.domain
     dtype = state.x.dtype
     K = state.queue.shape[0]
     grad = feedback.grad(x).astype(dtype)  # grad f^t(x_t): revealed after x_t is played, queried once
@@ -117,6 +119,7 @@ def _round(learner, state: _MirrorProxState, x, feedback, nu, rule: str) -> _Mir
         alpha=alpha.astype(dtype),
         c=c.astype(dtype),
         t=state.t + 1,
+        domain=domain,
     )
 
 
@@ -282,17 +285,6 @@ class MirrorProx(AbstractLearner):
         rho = overrides.get("geometry", EuclideanGeometry()).modulus(info.domain)
         return cls(**{**theory, "rho": rho, **overrides})
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import DriftingQuadratic, TimeVaryingRegression
-
-        ball = DriftingQuadratic(dim=3, drift=0.3)
-        consts = ball.theory_constants()
-        return [
-            (cls(gamma=2.0, eta=0.25, **consts, known_constraints=ball.fixed_constraints), ball),
-            (cls(gamma=1.0, eta=0.1, L_f=50.0, L_g=0.0, G=20.0, H=3.0), TimeVaryingRegression(dim=3, rows=2)),
-        ]
-
     def init(self, info, key):
         del key
         domain = info.domain
@@ -413,18 +405,6 @@ class SimplexMirrorProx(AbstractLearner):
         EntropicGeometry().check_domain(info.domain)
         theory = _theory_parameters(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
         return cls(**{**theory, "nu": 1.0 / info.horizon, **overrides})
-
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import DriftingAllocation
-
-        problem = DriftingAllocation(dim=5, drift=0.3)
-        consts = problem.theory_constants("linf")
-        known = problem.fixed_constraints
-        return [
-            (cls(gamma=1.5, eta=0.5, nu=1 / 30, **consts, known_constraints=known), problem),
-            (cls(gamma=0.5, eta=2.0, nu=0.2, **consts), problem),
-        ]
 
     def init(self, info, key):
         del key

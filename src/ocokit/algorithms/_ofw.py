@@ -48,6 +48,7 @@ class _OFWState(eqx.Module):
     gap: Array  # FW gap <c_t, x_t - v_t> of the last step
     sigma: Array  # step sigma_t of the last step
     lmo_iterations: Array  # inner iterations of the last LMO call
+    domain: Any  # K, from the learner's info
 
 
 def _ofw_init(info: ProblemInfo) -> _OFWState:
@@ -63,11 +64,12 @@ def _ofw_init(info: ProblemInfo) -> _OFWState:
         gap=zero,
         sigma=zero,
         lmo_iterations=jnp.asarray(0, jnp.int32),
+        domain=domain,
     )
 
 
 def _ofw_update(state: _OFWState, x, feedback, eta, *, beta=None, sigma=None, lagged=False) -> _OFWState:
-    domain = feedback.problem.domain
+    domain = state.domain
     grad_sum = state.grad_sum + feedback.grad(x)
     S = state.grad_sum if lagged else grad_sum  # S_{t-1} (lagged reading) or S_t (eq. 3)
     c = eta * S + 2.0 * (x - state.x1)  # grad F_t(x_t), eq. (3) of 001
@@ -82,6 +84,7 @@ def _ofw_update(state: _OFWState, x, feedback, eta, *, beta=None, sigma=None, la
         gap=jnp.asarray(gap, dtype),
         sigma=jnp.asarray(step, dtype),
         lmo_iterations=jnp.asarray(domain.lmo_calls(lmo_state), jnp.int32),
+        domain=domain,
     )
 
 
@@ -96,13 +99,6 @@ def _fw_diagnostics(state) -> dict[str, Array]:
 
 class _AbstractOFW(AbstractLearner):
     """What OFW and OFW with line search share: the state, its start at ``x_1 = K.center()``, the test case."""
-
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import OnlineLinear
-        from ocokit.sets import Box
-
-        return [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
 
     def init(self, info, key):
         del key
@@ -254,6 +250,7 @@ class _SCOFWState(eqx.Module):
     gap: Array  # FW gap of the last step, for F_t / t
     sigma: Array
     lmo_iterations: Array
+    domain: Any  # K, from the learner's info
 
 
 class SCOFW(AbstractLearner):
@@ -318,13 +315,6 @@ class SCOFW(AbstractLearner):
                 )
         return cls(lam=lam)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import OnlineQuadratic
-        from ocokit.sets import Box
-
-        return [(cls(lam=1.0), OnlineQuadratic(Box(-1.0, 1.0, dim=3), lam=1.0))]
-
     def init(self, info, key):
         del key
         domain = info.domain
@@ -339,13 +329,14 @@ class SCOFW(AbstractLearner):
             gap=zero,
             sigma=zero,
             lmo_iterations=jnp.asarray(0, jnp.int32),
+            domain=domain,
         )
 
     def decide(self, state):
         return state.x
 
     def update(self, state, x, feedback):
-        domain = feedback.problem.domain
+        domain = state.domain
         dtype = x.dtype
         t = state.t + 1
         w = 1.0 / t.astype(dtype)
@@ -362,6 +353,7 @@ class SCOFW(AbstractLearner):
             gap=jnp.asarray(gap, dtype),
             sigma=jnp.asarray(step, dtype),
             lmo_iterations=jnp.asarray(domain.lmo_calls(lmo_state), jnp.int32),
+            domain=domain,
         )
 
     def diagnostics(self, state):

@@ -12,6 +12,7 @@ from jaxtyping import Array, Float, Int
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+from ocokit.sets import AbstractSet
 
 _DECAYS = ("constant", "inverse_sqrt")
 
@@ -19,6 +20,7 @@ _DECAYS = ("constant", "inverse_sqrt")
 class _OGDState(eqx.Module):
     x: Float[Array, "..."]
     t: Int[Array, ""]
+    domain: AbstractSet  # K, from the learner's info
 
 
 class OGD(AbstractLearner):
@@ -57,26 +59,17 @@ class OGD(AbstractLearner):
             raise ValueError("OGD.from_theory needs the problem constant grad_bound")
         return cls(eta=float(info.domain.diameter) / (G * math.sqrt(info.horizon)))
 
-    @classmethod
-    def _test_cases(cls):
-        from ocokit.problems import TimeVaryingRegression
-
-        return [
-            (cls(eta=0.01), TimeVaryingRegression()),
-            (cls(eta=0.5, decay="inverse_sqrt"), TimeVaryingRegression(dim=3)),
-        ]
-
     def init(self, info, key):
         del key
-        return _OGDState(x=info.domain.center(), t=jnp.asarray(1, jnp.int32))
+        return _OGDState(x=info.domain.center(), t=jnp.asarray(1, jnp.int32), domain=info.domain)
 
     def decide(self, state):
         return state.x
 
     def update(self, state, x, feedback):
-        domain = feedback.problem.domain
+        domain = state.domain
         step = self.eta if self.decay == "constant" else self.eta / jnp.sqrt(state.t.astype(x.dtype))
-        return _OGDState(x=domain.project(x - step * feedback.grad(x)), t=state.t + 1)
+        return _OGDState(x=domain.project(x - step * feedback.grad(x)), t=state.t + 1, domain=domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(1, jnp.int32)}

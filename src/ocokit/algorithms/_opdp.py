@@ -12,7 +12,6 @@ import math
 from typing import Any, ClassVar
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
@@ -32,6 +31,7 @@ class _OPDPState(eqx.Module):
     t: Int[Array, ""]  # rounds absorbed so far
     lmo_state: Any  # the set's warm-start LMO state
     gap: Float[Array, ""]  # FW gap of the last step
+    domain: Any  # K, from the learner's info
 
 
 def _positive_constant(info: ProblemInfo, name: str) -> float:
@@ -139,29 +139,6 @@ class OPDP(AbstractLearner):
             return cls(eta=eta * mu, V=1.0 / mu, dual_rule=dual_rule, hinge=hinge)
         return cls(eta=eta, V=1.0, mu=mu, dual_reg=B / (cap * mu), dual_rule=dual_rule, hinge=hinge)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        from ocokit.problems import CustomProblem
-        from ocokit.sets import L2Ball
-
-        def sampler(key, t):
-            k1, k2 = jax.random.split(key)
-            return {
-                "c": jnp.array([1.0, -0.5, 0.3]) + 0.3 * jax.random.normal(k1, (3,)),
-                "a": jnp.array([1.0, 1.0, 0.0]) + 0.2 * jax.random.normal(k2, (3,)),
-            }
-
-        problem = CustomProblem(
-            domain=L2Ball(3, radius=1.0),
-            loss=lambda d, x: jnp.dot(d["c"], x),
-            constraints=lambda d, x: jnp.array([jnp.dot(d["a"], x) - 0.2]),
-            sampler=sampler,
-        )
-        return [
-            (cls(eta=0.05, V=2.0), problem),
-            (cls(eta=0.05, mu=0.1, dual_reg=1.0, dual_rule="lagrangian", hinge=True), problem),
-        ]
-
     def init(self, info, key):
         del key
         domain = info.domain
@@ -174,13 +151,14 @@ class OPDP(AbstractLearner):
             t=jnp.asarray(0, jnp.int32),
             lmo_state=domain.lmo_init(),
             gap=jnp.zeros((), x1.dtype),
+            domain=domain,
         )
 
     def decide(self, state):
         return state.x
 
     def update(self, state, x, feedback):
-        domain = feedback.problem.domain
+        domain = state.domain
         dtype = x.dtype
         g = feedback.constraints(x)
         J = feedback.constraints_jacobian(x).reshape(g.shape[0], x.size)
@@ -206,6 +184,7 @@ class OPDP(AbstractLearner):
             t=t,
             lmo_state=lmo_state,
             gap=gap.astype(dtype),
+            domain=domain,
         )
 
     def diagnostics(self, state):

@@ -26,12 +26,9 @@ from ocokit.algorithms._queue_common import (
     STARTS,
     QueueState,
     check_solver_options,
-    fixed_program_rounds,
     initial_fields,
-    job_rounds,
     paper_table,
     prox_step,
-    regression_rounds,
     solver_diagnostics,
 )
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
@@ -136,15 +133,6 @@ class RECOO(AbstractLearner):
         alpha, gamma = paper_table(_RECOO_TABLES, table)
         return cls(alpha=alpha, gamma=gamma, eta=1.0, epsilon=0.01, **options)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        regression = regression_rounds()
-        return [
-            (cls(alpha=0.5, solver="affine"), regression),
-            (cls(alpha=0.5, queue_uses="previous", solver="affine"), regression),
-            (cls(alpha=0.7, solver="smooth"), job_rounds()),
-        ]
-
     def init(self, info, key):
         del key
         return QueueState(**initial_fields(info, self.start, 0.0))  # Q_1 = 0
@@ -163,11 +151,11 @@ class RECOO(AbstractLearner):
         if self.queue_uses == "current":
             grown = jnp.maximum(eta_t, queue + gamma_t * jnp.maximum(feedback.constraints(x), 0.0))
             queue = jnp.where(t >= 2, grown, queue)
-        sol = prox_step(self, feedback, feedback.grad(x), alpha_t, x, gamma_t * queue)
+        sol = prox_step(self, feedback, state.domain, feedback.grad(x), alpha_t, x, gamma_t * queue)
         x_next = sol.x.astype(x.dtype)
         if self.queue_uses == "previous":
             queue = jnp.maximum(queue + gamma_t * jnp.maximum(feedback.constraints(x_next), 0.0), eta_t)
-        return QueueState(x_next, queue.astype(state.queue.dtype), t, sol.iterations, sol.converged)
+        return QueueState(x_next, queue.astype(state.queue.dtype), t, sol.iterations, sol.converged, state.domain)
 
     def diagnostics(self, state):
         return solver_diagnostics(state)
@@ -269,13 +257,6 @@ class Yi2021(AbstractLearner):
         alpha0, gamma0 = paper_table(_YI2021_TABLES, table)
         return cls(alpha0=alpha0, gamma0=gamma0, c=0.5, **options)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        return [
-            (cls(alpha0=100.0, gamma0=2.5, solver="affine"), fixed_program_rounds(quadratic=True)),
-            (cls(alpha0=2.0, gamma0=1.0, gamma_rule="code", solver="affine"), fixed_program_rounds(quadratic=False)),
-        ]
-
     def steps(self, T: int, dtype=None) -> tuple[Array, Array]:
         """``(alpha, gamma)`` for horizon ``T``."""
         Tf = jnp.asarray(T, dtype or jnp.result_type(float))
@@ -297,13 +278,14 @@ class Yi2021(AbstractLearner):
         increment = state.gamma * jnp.maximum(feedback.constraints(x), 0.0)
         queue = state.queue + increment  # q_{t}
         q_hat = queue + increment
-        sol = prox_step(self, feedback, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
+        sol = prox_step(self, feedback, state.domain, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
         return _Yi2021State(
             x=sol.x.astype(x.dtype),
             queue=queue.astype(state.queue.dtype),
             t=state.t + 1,
             iterations=sol.iterations,
             converged=sol.converged,
+            domain=state.domain,
             alpha=state.alpha,
             gamma=state.gamma,
         )
@@ -397,15 +379,6 @@ class Yi2023(AbstractLearner):
         alpha, gamma, beta = paper_table(_YI2023_TABLES, table)
         return cls(alpha=alpha, gamma=gamma, beta=beta, kappa=0.5, **options)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, Any]]:
-        regression = regression_rounds()
-        return [
-            (cls(alpha=3.0, gamma=0.1, beta=5.0), regression),
-            (cls(alpha=3.0, gamma=0.1, beta=5.0, dual_step="beta"), regression),
-            (cls(alpha=1.0, gamma=1.0, beta=1.0), job_rounds()),
-        ]
-
     def init(self, info, key):
         del key
         return QueueState(**initial_fields(info, self.start, 0.0))  # q_1 = 0
@@ -424,10 +397,10 @@ class Yi2023(AbstractLearner):
         active = (g > 0)[:, None]
         S = jnp.where(active, jnp.reshape(feedback.constraints_jacobian(x), (g.shape[0], x.shape[0])), 0.0)
         omega = feedback.grad(x) + S.T @ state.queue
-        x_next = feedback.problem.domain.project(x - alpha_s * omega).astype(x.dtype)
+        x_next = state.domain.project(x - alpha_s * omega).astype(x.dtype)
         queue = jnp.maximum(0.0, (1.0 - reg * step) * state.queue + step * (jnp.maximum(g, 0.0) + S @ (x_next - x)))
         one = jnp.asarray(1, jnp.int32)
-        return QueueState(x_next, queue.astype(state.queue.dtype), t, one, jnp.asarray(True))
+        return QueueState(x_next, queue.astype(state.queue.dtype), t, one, jnp.asarray(True), state.domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": state.iterations, "queue": state.queue}

@@ -24,11 +24,9 @@ from ocokit.algorithms._tvc_common import (
     override,
     restart_if_doubled,
     strongly_convex_constants,
-    suite_cases,
     theory_constants,
 )
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
-from ocokit.problems._base import AbstractProblem
 
 # --------------------------------------------------------------------------------------------------
 # Algorithm 1: OFW-TVC.
@@ -44,6 +42,7 @@ class _OFWTVCState(eqx.Module):
     t: Int[Array, ""]
     gap: Float[Array, ""]
     lmo_state: Any
+    domain: Any  # K, from the learner's info
 
 
 class OFWTVC(AbstractLearner):
@@ -122,15 +121,6 @@ class OFWTVC(AbstractLearner):
         theory = cls(beta=1.0 / (64.0 * G * D), gamma=1.0, eta=D / (2.0 * T**0.75), G=G, lam=0.5 * T**-0.75)
         return override(theory, overrides)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
-        return suite_cases(
-            lambda info: [
-                cls.from_theory(info),
-                cls.from_theory(info, beta=0.05, phi="linear", sum_index="lagged", doubling="observed"),
-            ]
-        )
-
     def init(self, info, key):
         del key
         x = info.domain.center()
@@ -146,6 +136,7 @@ class OFWTVC(AbstractLearner):
             t=jnp.asarray(0, jnp.int32),
             gap=zero,
             lmo_state=info.domain.lmo_init(),
+            domain=info.domain,
         )
 
     def decide(self, state):
@@ -167,8 +158,8 @@ class OFWTVC(AbstractLearner):
         summed = grad_sum if self.sum_index == "current" else previous
         direction = eta_k * summed + 2.0 * (x - anchor)
         sigma = jnp.minimum(1.0, 2.0 / jnp.sqrt((t - epoch_start + 1).astype(x.dtype)))
-        x_new, lmo_state, gap, _ = fw_step(feedback.problem.domain, direction, x, state.lmo_state, sigma=sigma)
-        return _OFWTVCState(x_new, anchor, grad_sum, Q, G_tilde, epoch_start, t, gap, lmo_state)
+        x_new, lmo_state, gap, _ = fw_step(state.domain, direction, x, state.lmo_state, sigma=sigma)
+        return _OFWTVCState(x_new, anchor, grad_sum, Q, G_tilde, epoch_start, t, gap, lmo_state, state.domain)
 
     def diagnostics(self, state):
         return {
@@ -192,6 +183,7 @@ class _SCOFWTVCState(eqx.Module):
     t: Int[Array, ""]
     step: Float[Array, ""]
     lmo_state: Any
+    domain: Any  # K, from the learner's info
 
 
 class SCOFWTVC(AbstractLearner):
@@ -255,10 +247,6 @@ class SCOFWTVC(AbstractLearner):
         beta = a / (500.0 * G * T23 * (G + a * D)) if theory == "proof" else 1.0 / (G * D * T23)
         return override(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)
 
-    @classmethod
-    def _test_cases(cls) -> list[tuple[AbstractLearner, AbstractProblem]]:
-        return suite_cases(lambda info: [cls.from_theory(info, alpha_f=1.0), cls(beta=0.1, gamma=1.0, alpha_f=0.5)])
-
     def init(self, info, key):
         del key
         x = info.domain.center()
@@ -271,6 +259,7 @@ class SCOFWTVC(AbstractLearner):
             jnp.asarray(0, jnp.int32),
             zero,
             info.domain.lmo_init(),
+            info.domain,
         )
 
     def decide(self, state):
@@ -283,8 +272,8 @@ class SCOFWTVC(AbstractLearner):
         C1 = self.gamma * self.beta * self.alpha_f / 2.0
         tf = t.astype(x.dtype)
         direction = grad_sum + 2.0 * C1 * (tf * x - iterate_sum)
-        x_new, lmo_state, _, step = fw_step(feedback.problem.domain, direction, x, state.lmo_state, beta=2.0 * C1 * tf)
-        return _SCOFWTVCState(x_new, grad_sum, iterate_sum, Q, t, step, lmo_state)
+        x_new, lmo_state, _, step = fw_step(state.domain, direction, x, state.lmo_state, beta=2.0 * C1 * tf)
+        return _SCOFWTVCState(x_new, grad_sum, iterate_sum, Q, t, step, lmo_state, state.domain)
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue, "step": state.step}

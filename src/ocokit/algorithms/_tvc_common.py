@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -22,8 +21,7 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.problems._base import AbstractProblem
+from ocokit.algorithms._base import ProblemInfo
 
 PHIS = ("exp", "square_plus_linear", "square", "linear")
 """Lyapunov functions: ``exp(lam x) - 1`` (Thms 1, 3), ``x^2 + x`` (Thm 2), ``x^2`` (Thm 4), ``x`` (G&K)."""
@@ -157,11 +155,3 @@ def override(learner, overrides: dict[str, Any]):
     return type(learner)(**{**{n: getattr(learner, n) for n in names}, **overrides})
 
 
-def suite_cases(
-    build: Callable[[ProblemInfo], list[AbstractLearner]], T: int = 30
-) -> list[tuple[AbstractLearner, AbstractProblem]]:
-    """The learner suite's cases: each learner of ``build(info)`` on a small regression with 2 constraints."""
-    from ocokit.problems import TimeVaryingRegression
-
-    problem = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
-    return [(learner, problem) for learner in build(ProblemInfo.of(problem, T))]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ocokit.sets import AbstractSet
@@ -49,12 +51,27 @@ class AbstractProblem(eqx.Module):
     With memory (``memory() = h > 1``) the loss takes the last ``h`` decisions, stacked oldest first with
     shape ``(h, *domain.shape)``; constraints still take the current decision.
 
-    Optional comparators: ``best_fixed`` (the best fixed point feasible for every round, for static
-    regret) and ``round_optimum`` (the per-round constrained optimum, for dynamic regret). The default
-    returns ``None``, and the matching regret is then not reported.
+    Everything a learner, the feedback or the engine may ask of a problem is declared here, each with a
+    documented default (never found by attribute sniffing):
+
+    * ``constraint_structure`` (``"general"``, ``"affine"`` or ``"log_capacity"``) with
+      :meth:`affine_constraints` / :meth:`log_capacity_constraint`: the structure of ``g_t`` that per-round
+      solvers exploit (COLDQ's hinge-proximal step).
+    * :meth:`memory`, :meth:`initial_history`: costs with memory of the last ``h`` decisions.
+    * :meth:`prediction`, :meth:`prediction_lookahead`: the model ``l_k`` of round k's cost a simulator
+      predicts and how far ahead it answers (paper 002).
+    * :meth:`constants`: known constants for theory-driven learner defaults.
+    * Comparators: :meth:`best_fixed` (the best fixed point feasible for every round, for static regret)
+      and :meth:`round_optimum` (the per-round constrained optimum, for dynamic regret). The default
+      returns ``None``, and the matching regret is then not reported.
     """
 
     domain: eqx.AbstractVar[AbstractSet]
+
+    constraint_structure: ClassVar[str] = "general"
+    """The declared structure of ``g_t``: ``"affine"`` (``g_t(x) = A_t x - b_t``, see
+    :meth:`affine_constraints`), ``"log_capacity"`` (see :meth:`log_capacity_constraint`) or ``"general"``
+    (smooth convex, nothing more known; the default)."""
 
     @property
     @abc.abstractmethod
@@ -73,6 +90,24 @@ class AbstractProblem(eqx.Module):
     def constraints(self, data: Any, x: Float[Array, "..."]) -> Float[Array, " N"]:
         """``g_t(x)``, shape ``(N,)``."""
 
+    def affine_constraints(self, data: Any) -> tuple[Float[Array, "N d"], Float[Array, " N"]]:
+        """``(A_t, b_t)`` with ``g_t(x) = A_t x - b_t``, for ``constraint_structure == "affine"``.
+
+        The default linearises ``g_t`` at the origin (exact for affine constraints): ``A_t = J g_t(0)``,
+        ``b_t = -g_t(0)``. Problems that know their matrices override it.
+        """
+        zero = jnp.zeros(self.domain.shape, dtype=jnp.result_type(float))
+        A = jax.jacfwd(lambda x: self.constraints(data, x))(zero)
+        return A, -self.constraints(data, zero)
+
+    def log_capacity_constraint(self, data: Any) -> tuple[Array, Array, Array]:
+        """``(d, s, r)`` describing ``g_t(x) = d - sum_i s_i ln(1 + r_i x_i)``, for
+        ``constraint_structure == "log_capacity"`` (paper 003's job scheduling); no default."""
+        raise NotImplementedError(
+            f"{type(self).__name__} declares constraint_structure={self.constraint_structure!r}, "
+            "not 'log_capacity', and defines no log_capacity_constraint(data) -> (d, s, r)"
+        )
+
     def episode(self, key: PRNGKeyArray, T: int) -> Any:
         """Per-run constants drawn once before round 1 (none by default)."""
         del key, T
@@ -85,6 +120,22 @@ class AbstractProblem(eqx.Module):
     def memory(self) -> int:
         """Number h of past decisions the loss depends on (1: no memory)."""
         return 1
+
+    def initial_history(self) -> Array | None:
+        """The fixed decisions ``x_{2-h}, ..., x_0`` before round 1 (shape ``(h - 1, *domain.shape)``, oldest
+        first) of a problem with memory whose costs start from a given initial condition (paper 002:
+        ``x_t = x_0`` for ``t <= 0``); ``None`` (default): the engine repeats ``x_1``."""
+        return None
+
+    def prediction(self, data: Any, x: Array) -> Array:
+        """The model ``l_k(x)`` of round k's cost (``data`` is round k's data) that a prediction oracle
+        returns (paper 002, Assumption 3: ``|l_k - f_k| <= phi_k``); the default is exact: ``f_k``."""
+        return self.loss(data, x)
+
+    def prediction_lookahead(self) -> int | None:
+        """How many rounds past the coming one a prediction oracle answers (``None``, the default: no
+        limit). The oracle built before round ``now`` answers rounds ``now .. now + lookahead``."""
+        return None
 
     def best_fixed(self, episode: Any, env_key: PRNGKeyArray, T: int) -> Float[Array, "..."] | None:
         """``argmin_{x in K} sum_t f_t(x)`` s.t. ``g_t(x) <= 0`` for all t, or ``None`` if not provided."""

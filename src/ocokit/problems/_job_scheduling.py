@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -74,6 +75,8 @@ class JobScheduling(AbstractProblem):
         >>> problem.domain.shape, problem.num_constraints, problem.price_source
         ((100,), 1, 'synthetic diurnal (not real data)')
     """
+
+    constraint_structure: ClassVar[str] = "log_capacity"
 
     domain: Box
     prices: Float[Array, "slots regions"]

@@ -226,6 +226,13 @@ class QuadraticWithMemory(AbstractProblem):
         w = jnp.reshape(x, (-1,))
         return 0.5 * w @ (data["A"] @ w) + data["B"] @ w
 
+    def prediction_lookahead(self) -> int | None:
+        """``W`` rounds past the coming one (the pseudo-code's reach, spec paper002.md §6 A7), or ``W - 1``
+        with ``strict_window`` (the window the paper's text and eq. (4) state); ``None``: no limit."""
+        if self.prediction_window is None:
+            return None
+        return self.prediction_window - 1 if self.strict_window else self.prediction_window
+
     def prediction(self, data: Any, x: Array) -> Array:
         """The model ``l_t = f_t + phi e_t`` of Assumption 3 (``|l_t - f_t| <= phi``), at a window."""
         value = self.loss(data, x)

@@ -8,6 +8,7 @@ the compiled run, and :func:`polygon_qp`, the exact planar version used by the Q
 from __future__ import annotations
 
 import abc
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -196,6 +197,8 @@ class _AbstractFixedConstraintProgram(AbstractProblem):
             own T sets the permutation length.
         positive_windows: inclusive slot windows where ``theta^2`` is drawn from ``U(0, 1)``.
     """
+
+    constraint_structure: ClassVar[str] = "affine"
 
     domain: Box
     horizon: int = eqx.field(static=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -35,6 +37,8 @@ class TimeVaryingRegression(AbstractProblem):
         num_constraints_: N, rows of ``A_t``.
         upper: the box's upper bound.
     """
+
+    constraint_structure: ClassVar[str] = "affine"
 
     domain: Box
     rows: int = eqx.field(static=True)

@@ -5,9 +5,10 @@ from ocokit.sets._balls import L2Ball as L2Ball
 from ocokit.sets._balls import LpBall as LpBall
 from ocokit.sets._base import AbstractSet as AbstractSet
 from ocokit.sets._box import Box as Box
+from ocokit.sets._ksparse import KSparsePolytope as KSparsePolytope
 from ocokit.sets._nuclear import NuclearNormBall as NuclearNormBall
 from ocokit.sets._simplex import Simplex as Simplex
 
 # Each family module adds its names here and to __all__.
 
-__all__ = ["AbstractSet", "Box", "L1Ball", "L2Ball", "LpBall", "NuclearNormBall", "Simplex"]
+__all__ = ["AbstractSet", "Box", "KSparsePolytope", "L1Ball", "L2Ball", "LpBall", "NuclearNormBall", "Simplex"]

@@ -1,0 +1,135 @@
+"""Regenerate the golden trajectories and experiment summaries pinned by ``tests/test_golden.py``.
+
+Run from the repository root, only when a change is *meant* to move numbers (say why in the commit)::
+
+    python -m tests.golden.generate
+
+Learners: every case of the learner suite (``tests/learner_cases.py``) played for ``T = 30`` rounds on seed 3,
+with its losses, constraint values, diagnostics and decisions (a decision with more than 64 entries is stored
+as its inner products with four fixed Gaussian vectors). Experiments: each registered experiment at a small
+size (``EXPERIMENTS``), its summary's numbers without wall times. Written as JSON (floats round-trip exactly).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+HERE = Path(__file__).resolve().parent
+T, SEED = 30, 3
+PROBES = 4
+# (name, T, seeds, options, data): data is "small" for the generated ratings files of the paper-000 tests.
+EXPERIMENTS = [
+    ("time-varying-regression", 20, 2, {"extras": "false"}, None),
+    ("online-qp", 20, 2, {"extras": "false"}, None),
+    ("online-lp", 20, 2, {"extras": "false"}, None),
+    ("job-scheduling", 24, 2, {"extras": "false", "prices": "synthetic"}, None),
+    ("gradual-variation", 16, 2, {"horizons": "3", "ratio": "2", "algorithms": "MirrorProx", "drifts": "0,1"}, None),
+    (
+        "simplex-mirror-prox",
+        16,
+        2,
+        {"horizons": "3", "ratio": "2", "algorithms": "SimplexMirrorProx", "dim": "4", "dims": "4,5,6"},
+        None,
+    ),
+    ("strongly-convex-sets", 64, 2, {"dim": "3", "points": "3", "settings": "l2-quadratic"}, None),
+    (
+        "memory-predictions-horizon",
+        5,
+        8,
+        {"laws": "truncated_gaussian", "points": "two_point", "literal_seeds": "2"},
+        None,
+    ),
+    (
+        "memory-predictions-window",
+        8,
+        4,
+        {"laws": "truncated_gaussian", "points": "one_point", "windows": "2", "literal_seeds": "2"},
+        None,
+    ),
+    ("matrix-completion-movielens", 5, 2, {}, "small"),
+    ("matrix-completion-filmtrust", 8, 2, {}, "small"),
+]
+
+
+def probes(size: int) -> np.ndarray:
+    """Four fixed Gaussian vectors of ``size`` entries (the projections that pin a large decision)."""
+    return np.random.default_rng(0).standard_normal((PROBES, size))
+
+
+def learner_record(learner, problem) -> dict:
+    """What pins one case: per-round losses, constraints, diagnostics and (projected) decisions."""
+    import ocokit
+
+    traj = ocokit.run(learner, problem, T, SEED, record_decisions=True, comparators=False, throw=False)
+    decisions = np.asarray(traj.decisions).reshape(T, -1)
+    if decisions.shape[1] > 64:
+        decisions = decisions @ probes(decisions.shape[1]).T
+    return {
+        "loss": np.asarray(traj.loss).tolist(),
+        "constraints": np.asarray(traj.constraints).tolist(),
+        "decisions": decisions.tolist(),
+        "diagnostics": {k: np.asarray(v).astype(float).tolist() for k, v in sorted(traj.diagnostics.items())},
+    }
+
+
+def small_data(folder: Path) -> Path:
+    """The generated ratings files of ``tests/experiments/test_paper000.py``."""
+    from ocokit.problems import synthetic_low_rank_ratings
+    from tests.problems.test_matrix_completion import write_ratings
+
+    write_ratings(folder, synthetic_low_rank_ratings(12, 10, n_obs=40, step=1.0, seed=5), "movielens")
+    ft = synthetic_low_rank_ratings(11, 9, n_obs=30, low=0.5, high=4.0, step=0.5, seed=6)
+    write_ratings(folder, ft, "filmtrust")
+    return folder
+
+
+def numbers(tree):
+    """The summary without wall times (the numbers a refactor must keep)."""
+    if isinstance(tree, dict):
+        return {k: numbers(v) for k, v in tree.items() if "seconds" not in k and k != "wall_time"}
+    if isinstance(tree, list):
+        return [numbers(v) for v in tree]
+    if isinstance(tree, float) and not math.isfinite(tree):
+        return repr(tree)
+    return tree
+
+
+def experiment_summary(name, T_, seeds, options, data) -> dict:
+    from ocokit import experiments
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = small_data(Path(tmp) / "data") if data == "small" else None
+        out = Path(tmp) / "out"
+        experiments.get(name).run(T=T_, seeds=seeds, out=out, data_dir=data_dir, options=options)
+        summary = json.loads((out / "summary.json").read_text())
+    return numbers(summary["algorithms"])
+
+
+def main() -> None:
+    sys.path.insert(0, str(HERE.parents[1]))
+    from tests.learner_cases import cases
+
+    which = sys.argv[1:] or ["learners", "experiments"]
+    if "learners" in which:
+        out = {case_id: learner_record(learner, problem) for case_id, learner, problem in cases()}
+        (HERE / "learners.json").write_text(json.dumps(out, indent=None, sort_keys=True))
+    if "experiments" in which:
+        out = {name: experiment_summary(name, *rest) for name, *rest in EXPERIMENTS}
+        (HERE / "experiments.json").write_text(json.dumps(out, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
