@@ -53,9 +53,7 @@ def fmt(seconds: float) -> str:
 
 
 def ratings(data: str | None):
-    root = Path(
-        data or os.environ.get("OCOKIT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
-    )
+    root = Path(data or os.environ.get("OCOKIT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     try:
         return ocokit.datasets.load_movielens(root), "MovieLens-100k"
     except (OSError, ValueError):
@@ -125,12 +123,8 @@ def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int)
     problem = OnlineMatrixCompletion(rat, radius=1e4)
     tvc = per_round(OFWTVC.from_theory(ProblemInfo.of(problem, T)), problem, T, repeats)
     ogd = per_round(OGD(eta=1.0), problem, T_ogd, max(1, repeats - 1))
-    print(
-        f"(2) OFW-TVC vs projected OGD (full SVD projection each round), OnlineMatrixCompletion on {source}"
-    )
-    print(
-        f"    OGD / OFW-TVC time per round: {ogd / tvc:.1f}x   [OFW-TVC {fmt(tvc)}, OGD {fmt(ogd)} per round]"
-    )
+    print(f"(2) OFW-TVC vs projected OGD (full SVD projection each round), OnlineMatrixCompletion on {source}")
+    print(f"    OGD / OFW-TVC time per round: {ogd / tvc:.1f}x   [OFW-TVC {fmt(tvc)}, OGD {fmt(ogd)} per round]")
 
     X = jnp.asarray(np.random.default_rng(1).standard_normal((M, N)))
     axpb = jax.jit(lambda X, a, b: X * a + b)

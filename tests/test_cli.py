@@ -15,13 +15,15 @@ runner = CliRunner()
 # A tiny experiment of the test's own, so these tests exercise the command line, not any one algorithm.
 if "cli-smoke" not in experiments.names():
     experiments.register(
-        experiments.StandardExperiment(
+        experiments.Experiment(
             name="cli-smoke",
             paper="tests",
             title="command-line smoke test",
-            make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3),
-            algorithms=[experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
-                        experiments.Algorithm("OGD-slow", lambda info: OGD(eta=0.01))],
+            study=experiments.Comparison(make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3)),
+            algorithms=[
+                experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
+                experiments.Algorithm("OGD-slow", lambda info: OGD(eta=0.01)),
+            ],
         )
     )
 

@@ -48,8 +48,13 @@ def test_small_generated_movielens_file(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("1\t2\n", "expected at least 3 fields"), ("1\tx\t3\t0\n", "non-numeric"), ("0\t1\t3\t0\n", "1-based"),
-     ("1\t1\t9\t0\n", r"\[1, 5\]"), ("", "no ratings")],
+    [
+        ("1\t2\n", "expected at least 3 fields"),
+        ("1\tx\t3\t0\n", "non-numeric"),
+        ("0\t1\t3\t0\n", "1-based"),
+        ("1\t1\t9\t0\n", r"\[1, 5\]"),
+        ("", "no ratings"),
+    ],
 )
 def test_malformed_movielens_names_file_and_line(tmp_path, content, message):
     f = tmp_path / "u.data"

@@ -97,16 +97,17 @@ def print_report(report_json: dict) -> None:
 
 @app.command("list")
 def list_experiments() -> None:
-    """List the registered experiments and the algorithms each compares."""
+    """List the registered experiments, the algorithms each compares and its options."""
     E = _experiments()
     table = Table(title="ocokit experiments")
     table.add_column("name", no_wrap=True, min_width=max(len(n) for n in E.names()))
-    for col in ("paper", "what", "algorithms", "default T", "seeds"):
+    for col in ("paper", "what", "algorithms", "options", "default T", "seeds"):
         table.add_column(col)
     for name in E.names():
         exp = E.get(name)
         algos = ", ".join(a.label + (f" ({a.note})" if a.note else "") for a in exp.algorithms)
-        table.add_row(name, exp.paper, exp.title, algos, str(exp.default_T), str(exp.default_seeds))
+        options = ", ".join(f"{o.name}={o.default} ({o.describe()})" for o in exp.options)
+        table.add_row(name, exp.paper, exp.title, algos, options, str(exp.default_T), str(exp.default_seeds))
     console.print(table)
 
 
@@ -139,7 +140,8 @@ def run_experiment(
         report = exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options, progress=_RichProgress(bar))
     print_report(report.to_json())
     console.print(
-        f"wrote {out / 'summary.json'}" + (f" and {report.figure}" if report.figure else "")
+        f"wrote {out / 'summary.json'}"
+        + (f" and {report.figure}" if report.figure else "")
         + f" ({report.new_runs} new runs, {report.skipped_runs} found on disk)"
     )
 

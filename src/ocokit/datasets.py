@@ -27,7 +27,16 @@ CHECKSUMS = {
 """SHA-256 of the canonical files; a mismatch is reported by :func:`verify` (not an error: subsets are fine)."""
 
 ELECTRICITY_REGIONS = (
-    "US-NY-NYIS", "US-CAL-CISO", "US-MIDA-PJM", "US-TEX-ERCO", "CA-ON", "DE-LU", "FR", "ES", "NL", "JP-TK",
+    "US-NY-NYIS",
+    "US-CAL-CISO",
+    "US-MIDA-PJM",
+    "US-TEX-ERCO",
+    "CA-ON",
+    "DE-LU",
+    "FR",
+    "ES",
+    "NL",
+    "JP-TK",
 )
 
 

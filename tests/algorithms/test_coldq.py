@@ -27,8 +27,7 @@ AFFINE = {"solver": "affine"}
 def _rounds(problem, T, seed):
     env_key = split_key(jax.random.PRNGKey(seed))[0]
     return [
-        jax.tree.map(np.asarray, problem.round_data(None, jax.random.fold_in(env_key, t), t))
-        for t in range(1, T + 1)
+        jax.tree.map(np.asarray, problem.round_data(None, jax.random.fold_in(env_key, t), t)) for t in range(1, T + 1)
     ]
 
 
@@ -71,9 +70,7 @@ def test_coldq_matches_the_numpy_cvxpy_reference_trace():
 def test_queue_follows_update_8_and_stays_within_lemma_1(log_eps, eta_T, seed):
     eta = min(eta_T / T, 0.9)
     gamma = 10.0**log_eps / eta  # eps = eta * gamma
-    traj = ocokit.run(
-        COLDQ(eta=eta, gamma=gamma, alpha0=1.5, **AFFINE), PROBLEM, T, seed, record_decisions=True
-    )
+    traj = ocokit.run(COLDQ(eta=eta, gamma=gamma, alpha0=1.5, **AFFINE), PROBLEM, T, seed, record_decisions=True)
     Q = np.asarray(traj.diagnostics["queue"])  # Q_t after round t
     violation = np.maximum(np.asarray(traj.constraints), 0)  # [g_t(x_t)]_+
     expected = [np.full(2, gamma)]  # Q_1 = gamma, not updated with g_1(x_1)
@@ -123,9 +120,7 @@ def test_fixed_constraints_give_no_violation_after_a_feasible_start():
 
 def test_without_constraints_coldq_is_projected_ogd_with_step_one_over_two_alpha():
     centers = jax.random.uniform(jax.random.PRNGKey(0), (30, 3), minval=-2.0, maxval=2.0)
-    problem = CustomProblem(
-        domain=Box(-1.0, 1.0, dim=3), loss=lambda c, x: jnp.sum((x - c) ** 2), data=centers
-    )
+    problem = CustomProblem(domain=Box(-1.0, 1.0, dim=3), loss=lambda c, x: jnp.sum((x - c) ** 2), data=centers)
     coldq = COLDQ(eta=0.5, gamma=1.0, alpha0=2.0, alpha_power=0.5, start="center")
     ogd = OGD(eta=1.0 / (2 * 2.0), decay="inverse_sqrt")
     a = ocokit.run(coldq, problem, 30, record_decisions=True)

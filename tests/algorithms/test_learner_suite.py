@@ -7,6 +7,8 @@ stored as array leaves (so a grid never recompiles). Every check reads the same 
 case; that a vmapped run equals separate runs is the engine's own test (tests/test_engine.py).
 """
 
+import contextlib
+import logging
 
 import equinox as eqx
 import jax
@@ -17,13 +19,15 @@ import ocokit
 from ocokit.algorithms import ProblemInfo
 from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback, problem_lookahead
 
+from ..golden import generate
 from ..helpers import Perturbed
 from ..learner_cases import CASES as LEARNER_CASES
 from ..learner_cases import LEARNERS, cases
 
 T = 30
 
-CASES = [pytest.param(learner, problem, id=case_id) for case_id, learner, problem in cases()]
+_ALL = cases()  # one object per case: the runs below are cached by identity
+CASES = [pytest.param(learner, problem, id=case_id) for case_id, learner, problem in _ALL]
 
 
 @pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
@@ -37,22 +41,69 @@ def test_every_learner_has_test_cases_and_a_docstring(cls):
 _CACHE: dict = {}
 
 
+class _CompileLog(logging.Handler):
+    """Counts the engine's run programs XLA compiles while installed (``jax.log_compiles`` messages).
+
+    Eager helper ops (a key stack, a cast) compile once per process whatever ran before; only the run itself
+    is counted.
+    """
+
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += record.getMessage().startswith("Compiling jit(_sweep_chunk")
+
+
+@contextlib.contextmanager
+def _count_compiles():
+    log, logger = _CompileLog(), logging.getLogger("jax")
+    logger.addHandler(log)
+    try:
+        with jax.log_compiles(True):
+            yield log
+    finally:
+        logger.removeHandler(log)
+
+
+def _nudged(learner):
+    """The learner with every floating-point hyperparameter leaf moved by a relative 1e-3 (new numbers)."""
+    return jax.tree.map(lambda a: a * (1 + 1e-3) if jax.numpy.issubdtype(a.dtype, jax.numpy.floating) else a,
+                        learner, is_leaf=eqx.is_array)  # fmt: skip
+
+
 def _runs(learner, problem):
-    """Two vmapped runs per case over seeds 3 and 4, sharing one compilation: the game itself, and the game
-    whose rounds from T // 2 on are redrawn (:class:`Perturbed` with ``t0`` an array leaf)."""
+    """Vmapped runs per case over seeds 3 and 4, sharing one compilation: the game itself, the game whose
+    rounds from T // 2 on are redrawn (:class:`Perturbed` with ``t0`` an array leaf), and the game itself
+    played by the learner with nudged hyperparameters (whose compile count is recorded)."""
     key = id(learner), id(problem)
     if key not in _CACHE:
         swept, perturbed = (
             ocokit.sweep(learner, Perturbed(problem, t0), T, [3, 4], record_decisions=True, comparators=False)
             for t0 in (T + 1, T // 2)
         )
-        _CACHE[key] = swept, perturbed
+        nudged, unperturbed = _nudged(learner), Perturbed(problem, T + 1)
+        with _count_compiles() as log:
+            again = ocokit.sweep(nudged, unperturbed, T, [5, 6], record_decisions=True, comparators=False)
+            again.loss.block_until_ready()
+        _CACHE[key] = swept, perturbed, log.count
     return _CACHE[key]
+
+
+GOLDEN = generate.golden("learners")
+
+
+@pytest.mark.parametrize(("case_id", "learner", "problem"), [pytest.param(*case, id=case[0]) for case in _ALL])
+def test_trajectory_matches_golden(case_id, learner, problem):
+    # Seed 3 is the first run of the suite's sweep: the golden trajectory of tests/golden/learners.json.
+    swept, _, _ = _runs(learner, problem)
+    generate.compare(generate.record(swept, 0), GOLDEN[case_id], case_id)
 
 
 @pytest.mark.parametrize(("learner", "problem"), CASES)
 def test_decisions_stay_in_the_set(learner, problem):
-    swept, _ = _runs(learner, problem)
+    swept, _, _ = _runs(learner, problem)
     inside = jax.vmap(jax.vmap(lambda x: problem.domain.contains(x, atol=1e-6)))(swept.decisions)
     bad = np.argwhere(~np.asarray(inside))
     assert bad.size == 0, f"decision of round {bad[0, 1] + 1} (seed index {bad[0, 0]}) outside K"
@@ -77,7 +128,7 @@ def test_state_keeps_its_tree_shapes_and_dtypes(learner, problem):
 
 @pytest.mark.parametrize(("learner", "problem"), CASES)
 def test_no_lookahead(learner, problem):
-    swept, perturbed = _runs(learner, problem)
+    swept, perturbed, _ = _runs(learner, problem)
     # Rounds 1..t0-1 are identical in both games and x_1..x_t0 are decided before round t0's data exists
     # (x_s, with predictions of W rounds ahead, before round s + W's), so both must agree up to there.
     t0 = T // 2
@@ -91,6 +142,13 @@ def test_no_lookahead(learner, problem):
         np.testing.assert_allclose(swept.decisions[s, :decided], perturbed.decisions[s, :decided], rtol=1e-9)
         np.testing.assert_allclose(swept.loss[s, : decided - 1], perturbed.loss[s, : decided - 1], rtol=1e-9)
     assert not np.allclose(swept.loss[0], perturbed.loss[0]), "the perturbation must change the game"
+
+
+@pytest.mark.parametrize(("learner", "problem"), CASES)
+def test_new_numbers_compile_nothing(learner, problem):
+    # optax's test_utils.log_compilations: new hyperparameter values and new seeds reuse the compiled run.
+    _, _, compiles = _runs(learner, problem)
+    assert compiles == 0, f"a second sweep with new hyperparameter values compiled {compiles} programs"
 
 
 @pytest.mark.parametrize(("learner", "problem"), CASES)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import ocokit
 from ocokit import metrics
 from ocokit.algorithms import LBPM, LOOBBGD, LOOBOGD, LPM, ProblemInfo
-from ocokit.algorithms._loo_bogd import close_infeasible_projection, separating_hyperplane_fw
+from ocokit.algorithms._loo_chain import close_infeasible_projection, separating_hyperplane_fw
 from ocokit.engine import split_key
 from ocokit.feedback import sample_unit_sphere
 from ocokit.problems import AbstractProblem, CustomProblem, ProblemConstants
@@ -157,9 +157,7 @@ def _shfw_jit(K, y, x1, eps):
 
 @eqx.filter_jit
 def _alg3_jit(K, x0, y0, eps, R):
-    return close_infeasible_projection(
-        K, x0, y0, K.lmo_init(), eps=eps, radius=R, max_outer=10**5, max_fw=10**5
-    )
+    return close_infeasible_projection(K, x0, y0, K.lmo_init(), eps=eps, radius=R, max_outer=10**5, max_fw=10**5)
 
 
 points = st.lists(st.floats(-3.0, 3.0), min_size=3, max_size=3).map(lambda v: jnp.asarray(v))
@@ -394,9 +392,7 @@ def test_lbpm_matches_the_numpy_reference(case):
     )
     np.testing.assert_allclose(traj.decisions, played + delta * us, atol=1e-10)
     np.testing.assert_array_equal(np.asarray(traj.diagnostics["oracle_calls"])[:-1], calls[:-1])
-    np.testing.assert_allclose(
-        np.asarray(traj.diagnostics["dual"])[K_SMALL - 1 :: K_SMALL, 0], duals, atol=1e-10
-    )
+    np.testing.assert_allclose(np.asarray(traj.diagnostics["dual"])[K_SMALL - 1 :: K_SMALL, 0], duals, atol=1e-10)
 
 
 def test_lpm_without_constraints_is_loo_bogd():
@@ -448,9 +444,7 @@ def test_theorem_9_constants_freeze_the_centre_below_t_32400_and_decisions_stay_
     assert 0 < int(traj.diagnostics["oracle_calls"].sum()) <= T
     np.testing.assert_array_equal(traj.decisions, 0.0)
     # with eps = R^2 / sqrt(T) it moves to the minimiser lmo(c) and stays in K
-    traj = ocokit.run(
-        LOOBOGD.from_theory(info, radius=2.0, eps_constant=1.0), problem, T, record_decisions=True
-    )
+    traj = ocokit.run(LOOBOGD.from_theory(info, radius=2.0, eps_constant=1.0), problem, T, record_decisions=True)
     assert bool(jnp.all(jax.vmap(lambda x: K.contains(x, atol=1e-9))(traj.decisions)))
     assert float(jnp.dot(c, traj.decisions[-1])) < -0.9 * float(jnp.linalg.norm(c)) * 2.0
 
@@ -583,9 +577,7 @@ def test_lpm_fitted_exponents_match_the_published_rates():
     # radius, so the T^{3/4} transit to x* ends inside the smallest horizon. Measured (8 seeds): regret
     # ~T^0.77 (se 0.11), CCV ~T^0.69 (se 0.04).
     fits = fitted_exponents(
-        lambda info: LPM.from_theory(
-            info, radius=1.0, eta_constant=4.0, eps_constant=0.5, block_constant=1.0
-        ),
+        lambda info: LPM.from_theory(info, radius=1.0, eta_constant=4.0, eps_constant=0.5, block_constant=1.0),
         BallProblem(),
     )
     slope, se, finals = fits["regret"]

@@ -139,9 +139,7 @@ def reference_hedge(grads, d, eta, nu=0.0, decay="constant"):
 
 def _quadratic_simplex_problem(T=25, d=4, seed=0):
     targets = np.random.default_rng(seed).dirichlet(np.ones(d), size=T)
-    problem = CustomProblem(
-        domain=Simplex(d), loss=lambda b, x: 0.5 * jnp.sum((x - b) ** 2), data=jnp.asarray(targets)
-    )
+    problem = CustomProblem(domain=Simplex(d), loss=lambda b, x: 0.5 * jnp.sum((x - b) ** 2), data=jnp.asarray(targets))
     return problem, [lambda x, b=b: x - b for b in targets]
 
 

@@ -183,9 +183,7 @@ def test_golden_trace_b_algorithm_2_on_the_simplex():
         constraints=lambda c, x: g(x),
         data=b,
     )
-    learner = SimplexMirrorProx(
-        gamma=1.0, eta=1.0, nu=0.25, L_f=1.0, L_g=2.0, G=1.2, H=3.0, known_constraints=g
-    )
+    learner = SimplexMirrorProx(gamma=1.0, eta=1.0, nu=0.25, L_f=1.0, L_g=2.0, G=1.2, H=3.0, known_constraints=g)
     states, xs = python_loop(learner, problem, 4)
     _check_trace(states, xs, TRACE_B, [1.00096178, 0.16666388])
 
@@ -234,9 +232,7 @@ def test_algorithm_1_matches_the_reference_on_a_box_from_a_given_start():
     x0 = np.array([0.5, -0.5, 0.25])
     learner = MirrorProx(gamma=1.3, eta=0.4, L_f=1.0, L_g=0.0, G=3.0, H=2.0, x0=x0, known_constraints=g)
     traj = ocokit.run(learner, problem, T, record_decisions=True)
-    rows = _reference_with(
-        learner, problem.domain, lambda t, x: x - targets[t - 1], lambda x: A @ x - 0.2, A, T, x0
-    )
+    rows = _reference_with(learner, problem.domain, lambda t, x: x - targets[t - 1], lambda x: A @ x - 0.2, A, T, x0)
     np.testing.assert_allclose(traj.decisions, np.array([r[2] for r in rows]), atol=1e-12)
 
 
@@ -302,17 +298,14 @@ def _invariants(learner, problem, T, seed, *, alg):
     assert np.all(np.diff(alpha) >= 0)  # alpha_t non-decreasing
     # Lemma A.1: (c) ||Q(t+1)||_2 <= ||Q(t)||_2 + gamma ||g||_2, (d) |diff of ||Q||_1| <= gamma ||g||_1
     assert np.all(
-        np.linalg.norm(Q[1:], axis=1)
-        <= np.linalg.norm(Q[:-1], axis=1) + gamma * np.linalg.norm(gvals, axis=1) + 1e-10
+        np.linalg.norm(Q[1:], axis=1) <= np.linalg.norm(Q[:-1], axis=1) + gamma * np.linalg.norm(gvals, axis=1) + 1e-10
     )
     assert np.all(np.abs(Q[1:].sum(1) - Q[:-1].sum(1)) <= gamma * np.abs(gvals).sum(1) + 1e-10)
     # Lemma 5.5, exactly: sum_t g_k(x_t) <= (Q_k(T+1) - Q_k(1)) / gamma
     assert np.all(gvals.sum(axis=0) <= (Q[-1] - Q[0]) / gamma + 1e-10)
     domain = problem.domain
     for s, x in zip(states[1:], xs, strict=True):
-        assert bool(domain.contains(jnp.asarray(x), atol=1e-10)) and bool(
-            domain.contains(s.x_tilde, atol=1e-10)
-        )
+        assert bool(domain.contains(jnp.asarray(x), atol=1e-10)) and bool(domain.contains(s.x_tilde, atol=1e-10))
     if alg == 2:
         nu, d = float(learner.nu), domain.shape[0]
         assert np.all(xs >= 0) and np.allclose(xs.sum(axis=1), 1.0, atol=1e-12)
@@ -320,9 +313,7 @@ def _invariants(learner, problem, T, seed, *, alg):
         assert np.all(centers >= nu / d * (1 - 1e-12))
 
 
-@given(
-    gamma=st.floats(0.05, 20.0), eta=st.floats(0.01, 10.0), drift=st.floats(0.0, 1.0), seed=st.integers(0, 99)
-)
+@given(gamma=st.floats(0.05, 20.0), eta=st.floats(0.01, 10.0), drift=st.floats(0.0, 1.0), seed=st.integers(0, 99))
 @settings(max_examples=6, deadline=None)
 def test_algorithm_1_invariants_hold_on_every_run(gamma, eta, drift, seed):
     problem = DriftingQuadratic(dim=3, drift=drift)
@@ -332,9 +323,7 @@ def test_algorithm_1_invariants_hold_on_every_run(gamma, eta, drift, seed):
     _invariants(learner, problem, 25, seed, alg=1)
 
 
-@given(
-    gamma=st.floats(0.05, 20.0), eta=st.floats(0.01, 10.0), nu=st.floats(1e-3, 1.0), seed=st.integers(0, 99)
-)
+@given(gamma=st.floats(0.05, 20.0), eta=st.floats(0.01, 10.0), nu=st.floats(1e-3, 1.0), seed=st.integers(0, 99))
 @settings(max_examples=6, deadline=None)
 def test_algorithm_2_invariants_hold_on_every_run(gamma, eta, nu, seed):
     problem = DriftingAllocation(dim=4, drift=0.5)
@@ -360,9 +349,7 @@ def test_a_posteriori_regret_bound_of_lemma_5_4():
         regret = float(np.sum(traj.loss - traj.comparator_loss))
         alpha_T1 = float(traj.diagnostics["alpha"][-1])
         Lf, Lg, G, H = consts["L_f"], consts["L_g"], consts["G"], consts["H"]
-        bound = (
-            eta / 2 * realized + 2 * R2 * Lf**2 * eta + (2 * (2 * Lg * G + H**2) * R2 + 1.5 * G**2) * gamma**2
-        )
+        bound = eta / 2 * realized + 2 * R2 * Lf**2 * eta + (2 * (2 * Lg * G + H**2) * R2 + 1.5 * G**2) * gamma**2
         bound += alpha_T1 * R2
         assert regret <= bound
 
@@ -471,9 +458,7 @@ def test_from_theory_parameters_and_defaults():
     info = ProblemInfo.of(problem, 100)
     consts = problem.theory_constants()
     learner = MirrorProx.from_theory(info, variation=16.0, **consts)
-    assert float(learner.eta) == pytest.approx(16.0**-0.5) and float(learner.gamma) == pytest.approx(
-        16.0**0.25
-    )
+    assert float(learner.eta) == pytest.approx(16.0**-0.5) and float(learner.gamma) == pytest.approx(16.0**0.25)
     small = MirrorProx.from_theory(info, variation=0.0, **consts)  # M = max{V, L_f^2} = 1
     assert float(small.eta) == pytest.approx(1.0) and float(small.gamma) == pytest.approx(1.0)
     F = problem.constants().grad_bound
@@ -486,9 +471,7 @@ def test_from_theory_parameters_and_defaults():
     with pytest.raises(ValueError, match="P8"):
         MirrorProx.from_theory(ProblemInfo.of(unconstrained, 3), variation=0.0, L_f=0.0)
     alloc = DriftingAllocation(dim=4)
-    simplex = SimplexMirrorProx.from_theory(
-        ProblemInfo.of(alloc, 50), variation=4.0, **alloc.theory_constants()
-    )
+    simplex = SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 50), variation=4.0, **alloc.theory_constants())
     assert float(simplex.nu) == pytest.approx(1 / 50) and float(simplex.gamma) == pytest.approx(4.0**0.25)
     with pytest.raises(ValueError, match="T > 2"):
         SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 2), variation=4.0, **alloc.theory_constants())
@@ -521,6 +504,4 @@ def test_without_known_constraints_round_one_uses_g_of_x0_equal_zero():
     informed = MirrorProx(gamma=1.0, eta=1.0, **consts, known_constraints=problem.fixed_constraints)
     informed = informed.init(ProblemInfo.of(problem, 5), None)
     np.testing.assert_array_equal(blind.queue, 0.0)
-    np.testing.assert_allclose(
-        informed.queue, np.abs(problem.fixed_constraints(jnp.zeros(3)))
-    )  # gamma |g(x_0)|
+    np.testing.assert_allclose(informed.queue, np.abs(problem.fixed_constraints(jnp.zeros(3))))  # gamma |g(x_0)|

@@ -81,9 +81,7 @@ def test_opdp_matches_the_numpy_reference(case, ball):
 
 
 def test_without_constraints_opdp_is_ofw_on_v_grad_f():
-    problem = CustomProblem(
-        domain=Box(-1.0, 1.0, dim=D3), loss=lambda c, x: jnp.dot(c, x), data=jnp.asarray(C)
-    )
+    problem = CustomProblem(domain=Box(-1.0, 1.0, dim=D3), loss=lambda c, x: jnp.dot(c, x), data=jnp.asarray(C))
     a = ocokit.run(OPDP(eta=0.05, V=2.0, sigma0=1.0), problem, T_SMALL, record_decisions=True)
     b = ocokit.run(OFW(eta=0.1, sigma0=1.0), problem, T_SMALL, record_decisions=True)
     np.testing.assert_allclose(a.decisions, b.decisions, atol=1e-12)

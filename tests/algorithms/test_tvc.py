@@ -345,16 +345,16 @@ def test_ofw_tvc_restart_recentres_the_regulariser_at_the_played_point():
     forced = OFWTVC.from_theory(info, beta=1.0, G=1e6, lam=0.2)
     new = update(forced, state, x3, feedback[2])
     assert float(new.G_tilde) > float(state.G_tilde) and int(new.epoch_start) == 3
-    np.testing.assert_array_equal(new.anchor, x3)
+    np.testing.assert_array_equal(new.player.anchor, x3)
     # the gradient sum restarts with round 3's surrogate gradient (eq. 6), computed here by hand
     x, d = np.asarray(x3), rounds[2]
     gval, grad_g = max_constraint(L2_FUNCTIONS, d, x)
     Q = float(state.queue) + max(gval, 0.0)
     w = 0.2 * math.exp(0.2 * Q)
     grad = (x - d["c"]) + w * (grad_g if gval > 0 else 0.0)
-    np.testing.assert_allclose(new.grad_sum, grad, rtol=1e-12)
+    np.testing.assert_allclose(new.player.linear, grad, rtol=1e-12)
     # the step counter restarts: sigma = min(1, 2/sqrt(1)) = 1, so x_4 = v_3 = lmo(eta_k grad + 2 (x_3 - x_3))
-    np.testing.assert_allclose(new.x, lmo_l2(2.0)(grad), rtol=1e-12)
+    np.testing.assert_allclose(new.player.x, lmo_l2(2.0)(grad), rtol=1e-12)
 
 
 @pytest.mark.slow
@@ -504,5 +504,5 @@ def test_bad_parameters_raise_value_errors():
     with pytest.raises(ValueError, match="delta"):
         BFWTVC.from_theory(info, delta=5.0).init(info, learner_key())  # delta >= r = 2
     plain = ocokit.problems.TimeVaryingRegression()
-    with pytest.raises(ValueError, match="alpha_f"):
+    with pytest.raises(ValueError, match="strong_convexity"):
         SCOFWTVC.from_theory(ProblemInfo.of(plain, 16))  # not strongly convex and no alpha_f given

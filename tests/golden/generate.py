@@ -4,7 +4,8 @@ Run from the repository root, only when a change is *meant* to move numbers (say
 
     python -m tests.golden.generate
 
-Learners: every case of the learner suite (``tests/learner_cases.py``) played for ``T = 30`` rounds on seed 3,
+Learners: every case of the learner suite (``tests/learner_cases.py``) played for ``T = 30`` rounds on seed 3
+(checked by the learner suite, on its own seed-3 run),
 with its losses, constraint values, diagnostics and decisions (a decision with more than 64 entries is stored
 as its inner products with four fixed Gaussian vectors). Experiments: each registered experiment at a small
 size (``EXPERIMENTS``), its summary's numbers without wall times. Written as JSON (floats round-trip exactly).
@@ -29,6 +30,7 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 HERE = Path(__file__).resolve().parent
 T, SEED = 30, 3
+TOL = 1e-12
 PROBES = 4
 # (name, T, seeds, options, data): data is "small" for the generated ratings files of the paper-000 tests.
 EXPERIMENTS = [
@@ -69,20 +71,54 @@ def probes(size: int) -> np.ndarray:
     return np.random.default_rng(0).standard_normal((PROBES, size))
 
 
-def learner_record(learner, problem) -> dict:
-    """What pins one case: per-round losses, constraints, diagnostics and (projected) decisions."""
-    import ocokit
-
-    traj = ocokit.run(learner, problem, T, SEED, record_decisions=True, comparators=False, throw=False)
-    decisions = np.asarray(traj.decisions).reshape(T, -1)
+def record(traj, index: int | None = None) -> dict:
+    """What pins one case: per-round losses, constraints, diagnostics and (projected) decisions of ``traj``
+    (of run ``index`` of a batched trajectory)."""
+    pick = (lambda a: np.asarray(a)) if index is None else (lambda a: np.asarray(a)[index])
+    decisions = pick(traj.decisions).reshape(T, -1)
     if decisions.shape[1] > 64:
         decisions = decisions @ probes(decisions.shape[1]).T
     return {
-        "loss": np.asarray(traj.loss).tolist(),
-        "constraints": np.asarray(traj.constraints).tolist(),
+        "loss": pick(traj.loss).tolist(),
+        "constraints": pick(traj.constraints).tolist(),
         "decisions": decisions.tolist(),
-        "diagnostics": {k: np.asarray(v).astype(float).tolist() for k, v in sorted(traj.diagnostics.items())},
+        "diagnostics": {k: pick(v).astype(float).tolist() for k, v in sorted(traj.diagnostics.items())},
     }
+
+
+def learner_record(learner, problem) -> dict:
+    """The record of ``learner`` playing ``problem`` for ``T`` rounds on seed ``SEED``."""
+    import ocokit
+
+    return record(ocokit.run(learner, problem, T, SEED, record_decisions=True, comparators=False, throw=False))
+
+
+def _close(got, want, where: str) -> None:
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    assert got.shape == want.shape, f"{where}: shape {got.shape} != golden {want.shape}"
+    scale = 1.0 + (np.nanmax(np.abs(want)) if want.size and np.isfinite(want).any() else 0.0)
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * scale, err_msg=where, equal_nan=True)
+
+
+def compare(got, want, where: str) -> None:
+    """Assert that ``got`` equals the golden ``want``: numbers to ``TOL`` of each array's scale, text exactly."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), f"{where}: keys {sorted(got)} != golden {sorted(want)}"
+        for k in want:
+            compare(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list) and want and all(isinstance(v, dict | str) for v in want):
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            compare(g, w, f"{where}[{i}]")
+    elif isinstance(want, float | int | list) and not isinstance(want, bool):
+        _close(got, want, where)
+    else:
+        assert got == want, f"{where}: {got!r} != golden {want!r}"
+
+
+def golden(kind: str) -> dict:
+    """The stored golden values, ``kind`` in ``("learners", "experiments")``."""
+    return json.loads((HERE / f"{kind}.json").read_text())
 
 
 def small_data(folder: Path) -> Path:
@@ -97,9 +133,9 @@ def small_data(folder: Path) -> Path:
 
 
 def numbers(tree):
-    """The summary without wall times (the numbers a refactor must keep)."""
+    """The summary without wall times and prose notes (the numbers a refactor must keep)."""
     if isinstance(tree, dict):
-        return {k: numbers(v) for k, v in tree.items() if "seconds" not in k and k != "wall_time"}
+        return {k: numbers(v) for k, v in tree.items() if "seconds" not in k and k not in ("wall_time", "note")}
     if isinstance(tree, list):
         return [numbers(v) for v in tree]
     if isinstance(tree, float) and not math.isfinite(tree):

@@ -78,9 +78,7 @@ def test_gradual_variation_is_computed_exactly():
     diffs = np.vstack([ell[:1], np.diff(ell, axis=0)])
     linf = float(alloc.gradient_variation(episode, env_key, T, "linf"))
     assert linf == pytest.approx(np.sum(np.max(np.abs(diffs), axis=1) ** 2), rel=1e-12)
-    assert float(alloc.gradient_variation(episode, env_key, T, "l2")) == pytest.approx(
-        np.sum(diffs**2), rel=1e-12
-    )
+    assert float(alloc.gradient_variation(episode, env_key, T, "l2")) == pytest.approx(np.sum(diffs**2), rel=1e-12)
 
 
 def test_drift_sets_the_variation_from_static_to_iid():

@@ -12,6 +12,43 @@ from hypothesis import strategies as st
 
 from ocokit.sets import L1Ball, L2Ball, LpBall
 
+from .suite import Case, lp_norm
+
+
+def _l2_min(K, d):
+    return -float(K.radius) * float(np.linalg.norm(d))
+
+
+def _l1_min(K, d):
+    return -float(K.radius) * float(np.max(np.abs(d)))
+
+
+def _lp_min(K, d):
+    p = float(K.p)
+    return -float(K.radius) * lp_norm(d, p / (p - 1))
+
+
+def _l2(x):
+    return float(np.linalg.norm(x))
+
+
+def _l1(x):
+    return float(np.abs(x).sum())
+
+
+def _lp_case(name, radius, p):
+    return Case(name, lambda: LpBall(5, radius=radius, p=p), _lp_min, lambda x: lp_norm(x, p), proj_tol=1e-9)
+
+
+SUITE_CASES = [
+    Case("l2", lambda: L2Ball(5, radius=1.5), _l2_min, _l2),
+    Case("l2_scaled", lambda: L2Ball(5).scaled(0.25), _l2_min, _l2),
+    Case("l1", lambda: L1Ball(5, radius=2.0), _l1_min, _l1),
+    _lp_case("lp_1.5", 1.0, 1.5),
+    _lp_case("lp_1.1", 2.0, 1.1),
+    _lp_case("lp_3", 0.5, 3.0),
+]
+
 _lmo = eqx.filter_jit(lambda K, d: K.lmo(d))
 _project = eqx.filter_jit(lambda K, x: K.project(x))
 _contains = eqx.filter_jit(lambda K, x, atol: K.contains(x, atol))
@@ -22,9 +59,7 @@ def _lp(x, p):
     return float(np.sum(np.abs(x) ** p) ** (1 / p))
 
 
-@pytest.mark.parametrize(
-    "make", [lambda: L2Ball(4, 1.5), lambda: L1Ball(4, 1.5), lambda: LpBall(4, 1.5, 1.7)]
-)
+@pytest.mark.parametrize("make", [lambda: L2Ball(4, 1.5), lambda: L1Ball(4, 1.5), lambda: LpBall(4, 1.5, 1.7)])
 def test_lmo_of_minus_e_i_is_exactly_radius_e_i(make):
     K = make()
     for i in range(4):

@@ -10,6 +10,18 @@ from scipy.optimize import linprog
 
 from ocokit.sets import Box
 
+from .suite import Case
+
+
+def _box_min(K, d):
+    return float(np.sum(np.minimum(d * np.asarray(K.lower), d * np.asarray(K.upper))))
+
+
+SUITE_CASES = [
+    Case("box", lambda: Box(jnp.array([-1.0, 0.0, 2.0, -3.0]), jnp.array([1.0, 0.5, 4.0, 3.0])), _box_min),
+    Case("box_scaled", lambda: Box(-1.0, 2.0, dim=4).scaled(0.5), _box_min),
+]
+
 _lmo = eqx.filter_jit(lambda K, d: K.lmo(d))
 
 LOWER, UPPER = np.array([-1.0, 0.0, 2.0, -3.0]), np.array([1.0, 0.5, 4.0, 3.0])

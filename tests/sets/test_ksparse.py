@@ -17,7 +17,8 @@ from hypothesis.extra import numpy as hnp
 from scipy.optimize import linprog
 
 from ocokit.sets import KSparsePolytope
-from tests.sets import test_set_suite as suite
+
+from .suite import Case
 
 _lmo = eqx.filter_jit(lambda P, d: P.lmo(d))
 _project = eqx.filter_jit(lambda P, x: P.project(x))
@@ -255,47 +256,18 @@ def test_bad_parameters_raise(make, match):
 
 
 # ------------------------------------------------------------------------- the set suite, on this set
-# tests/sets/test_set_suite.py runs every check below over its CASES registry, which this file may not
-# edit; so its check functions are called here on KSparsePolytope instances, with its closed-form
-# reference ``_reference_min`` extended to this set (``min_{v in P} <d, v> = -tau * top-K sum of |d_i|``).
+# tests/sets/test_set_suite.py collects these and runs every check on them, with the closed-form reference
+# ``min_{v in P} <d, v> = -tau * (sum of the min(K, d) largest |d_i|)``.
+
+
+def _ksparse_min(P, d):
+    top = np.sort(np.abs(np.ravel(d)))[::-1][: min(P.K, P.dim)]
+    return -float(P.tau) * float(top.sum())
+
 
 SUITE_CASES = [
-    suite.Case("ksparse", lambda: KSparsePolytope(6, K=2, tau=1.5)),
-    suite.Case("ksparse_scaled", lambda: KSparsePolytope(6, K=2, tau=2.0).scaled(0.4)),
-    suite.Case("ksparse_l1", lambda: KSparsePolytope(6, K=1, tau=1.0)),
-    suite.Case("ksparse_box", lambda: KSparsePolytope(6, K=8, tau=0.5)),
+    Case("ksparse", lambda: KSparsePolytope(6, K=2, tau=1.5), _ksparse_min),
+    Case("ksparse_scaled", lambda: KSparsePolytope(6, K=2, tau=2.0).scaled(0.4), _ksparse_min),
+    Case("ksparse_l1", lambda: KSparsePolytope(6, K=1, tau=1.0), _ksparse_min),
+    Case("ksparse_box", lambda: KSparsePolytope(6, K=8, tau=0.5), _ksparse_min),
 ]
-SUITE_CHECKS = [
-    ("test_lmo_feasible_and_minimal", {}),
-    ("test_lmo_zero_direction_is_a_deterministic_point_of_K", {}),
-    ("test_warm_lmo_matches_lmo_and_keeps_its_state_shape", {}),
-    ("test_project_is_the_euclidean_projection", {}),
-    ("test_project_fixes_points_of_K", {}),
-    ("test_contains_accepts_K_and_rejects_points_pushed_out", {}),
-    ("test_inner_ball_and_diameter", {}),
-    ("test_scaled_is_the_shrunk_set", {"s": 0.3}),
-    ("test_scaled_is_the_shrunk_set", {"s": 1.0}),
-    ("test_vmap_equals_a_loop", {}),
-    ("test_float32_stays_float32", {}),
-]
-
-
-_SUITE_REFERENCE_MIN = suite._reference_min
-
-
-def _reference_min_with_ksparse(K, d):
-    if isinstance(K, KSparsePolytope):
-        top = np.sort(np.abs(np.ravel(d)))[::-1][: min(K.K, K.dim)]
-        return -float(K.tau) * float(top.sum())
-    return _SUITE_REFERENCE_MIN(K, d)
-
-
-@pytest.mark.parametrize("case", SUITE_CASES, ids=[c.name for c in SUITE_CASES])
-@pytest.mark.parametrize(
-    ("check", "kwargs"),
-    SUITE_CHECKS,
-    ids=[f"{n.removeprefix('test_')}{list(k.values()) or ''}" for n, k in SUITE_CHECKS],
-)
-def test_set_suite_checks_pass(case, check, kwargs, monkeypatch):
-    monkeypatch.setattr(suite, "_reference_min", _reference_min_with_ksparse)
-    getattr(suite, check)(case=case, **kwargs)

@@ -11,6 +11,21 @@ import pytest
 
 from ocokit.sets import NuclearNormBall
 
+from .suite import Case
+
+
+def _nuclear_min(K, d):
+    return -float(K.radius) * float(np.linalg.svd(d, compute_uv=False)[0])
+
+
+def _nuclear_norm(x):
+    return float(np.linalg.svd(x, compute_uv=False).sum())
+
+
+SUITE_CASES = [
+    Case("nuclear", lambda: NuclearNormBall((3, 5), radius=2.0), _nuclear_min, _nuclear_norm, lmo_rtol=1e-6),
+]
+
 _warm = eqx.filter_jit(lambda K, G, state: K.warm_lmo(G, state))
 _project = eqx.filter_jit(lambda K, x: K.project(x))
 _contains = eqx.filter_jit(lambda K, x, atol: K.contains(x, atol))
@@ -21,9 +36,7 @@ def _lmo(K, G):
 
 
 def _low_rank_plus_noise(rng, m, n, rank=3, noise=0.05):
-    return rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n)) + noise * rng.standard_normal(
-        (m, n)
-    )
+    return rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n)) + noise * rng.standard_normal((m, n))
 
 
 @pytest.mark.parametrize("shape", [(6, 4), (3, 8), (1, 5)])

@@ -1,13 +1,15 @@
 """The set suite (STYLE.md §3.6), generated over a registry of instances of every set.
 
-Registering a set in ``CASES`` puts it through every check here; family-specific references (linprog,
-CVXPY, a full SVD, exact vertices, warm starts) live in the family's own test file.
+Every family's test file declares ``SUITE_CASES`` (instances with their closed-form references, see
+``tests/sets/suite.py``); this suite collects them all and puts each through every check here.
+Family-specific references (linprog, CVXPY, a full SVD, exact vertices, warm starts) live in the family's
+own test file.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
+import importlib
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -21,75 +23,28 @@ from hypothesis.extra import numpy as hnp
 import ocokit.sets as S
 from ocokit.sets import AbstractSet
 
-
-def _lp(x: np.ndarray, p: float) -> float:
-    a = np.abs(np.ravel(x))
-    top = a.max()
-    return 0.0 if top == 0 else float(top * np.sum((a / top) ** p) ** (1 / p))
+from .suite import Case
 
 
-def _reference_min(K: AbstractSet, d: np.ndarray) -> float:
-    """``min_{v in K} <d, v>`` in closed form (written from the sets' definitions, not the library)."""
-    d = np.asarray(d, dtype=float)
-    if isinstance(K, S.Box):
-        return float(np.sum(np.minimum(d * np.asarray(K.lower), d * np.asarray(K.upper))))
-    r = float(K.radius)
-    if isinstance(K, S.L2Ball):
-        return -r * float(np.linalg.norm(d))
-    if isinstance(K, S.L1Ball):
-        return -r * float(np.max(np.abs(d)))
-    if isinstance(K, S.LpBall):
-        p = float(K.p)
-        return -r * _lp(d, p / (p - 1))
-    if isinstance(K, S.Simplex):
-        best = min(d.min(), 0.0) if K.capped else d.min()
-        return float(K.offset) * float(d.sum()) + r * float(best)
-    if isinstance(K, S.NuclearNormBall):
-        return -r * float(np.linalg.svd(d, compute_uv=False)[0])
-    raise NotImplementedError(type(K).__name__)
-
-
-def _gauge(K: AbstractSet) -> Callable[[np.ndarray], float] | None:
-    """The norm whose ball K is (so ``gauge(lmo(d)) == radius``), or ``None``."""
-    if isinstance(K, S.L2Ball):
-        return lambda x: float(np.linalg.norm(x))
-    if isinstance(K, S.L1Ball):
-        return lambda x: float(np.abs(x).sum())
-    if isinstance(K, S.LpBall):
-        return lambda x: _lp(x, float(K.p))
-    if isinstance(K, S.NuclearNormBall):
-        return lambda x: float(np.linalg.svd(x, compute_uv=False).sum())
-    return None
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    name: str
-    make: Callable[[], AbstractSet]
-    lmo_rtol: float = 1e-12  # relative accuracy of <d, lmo(d)> (iterative oracles are looser)
-    proj_tol: float = 1e-10  # accuracy of the projection (the l_p ball's is iterative)
+def _collect() -> list[Case]:
+    """``SUITE_CASES`` of every family test file in this folder (each declares its own instances)."""
+    found = []
+    for path in sorted(Path(__file__).parent.glob("test_*.py")):
+        if path.stem != "test_set_suite":
+            found.extend(getattr(importlib.import_module(f"{__package__}.{path.stem}"), "SUITE_CASES", []))
+    return found
 
 
 # Instances of one class share a dimension on purpose: their radii (and p) are leaves, so they share one
 # compilation per jitted helper, which keeps the suite fast and exercises "no recompilation".
-CASES = [
-    Case("box", lambda: S.Box(jnp.array([-1.0, 0.0, 2.0, -3.0]), jnp.array([1.0, 0.5, 4.0, 3.0]))),
-    Case("box_scaled", lambda: S.Box(-1.0, 2.0, dim=4).scaled(0.5)),
-    Case("l2", lambda: S.L2Ball(5, radius=1.5)),
-    Case("l2_scaled", lambda: S.L2Ball(5).scaled(0.25)),
-    Case("l1", lambda: S.L1Ball(5, radius=2.0)),
-    Case("lp_1.5", lambda: S.LpBall(5, radius=1.0, p=1.5), proj_tol=1e-9),
-    Case("lp_1.1", lambda: S.LpBall(5, radius=2.0, p=1.1), proj_tol=1e-9),
-    Case("lp_3", lambda: S.LpBall(5, radius=0.5, p=3.0), proj_tol=1e-9),
-    Case("simplex", lambda: S.Simplex(4)),
-    Case("simplex_r2_scaled", lambda: S.Simplex(4, radius=2.0).scaled(0.6)),
-    Case("capped", lambda: S.Simplex(4, radius=2.0, capped=True)),
-    Case("capped_scaled", lambda: S.Simplex(4, capped=True).scaled(0.5)),
-    Case("nuclear", lambda: S.NuclearNormBall((3, 5), radius=2.0), lmo_rtol=1e-6),
-]
+CASES = _collect()
 IDS = [c.name for c in CASES]
-NORM_CASES = [c for c in CASES if _gauge(c.make()) is not None]
-EVERY_SET = {"AbstractSet", "Box", "L1Ball", "L2Ball", "LpBall", "NuclearNormBall", "Simplex"}
+NORM_CASES = [c for c in CASES if c.gauge is not None]
+
+
+def _reference_min(case: Case, K: AbstractSet, d: np.ndarray) -> float:
+    return case.reference_min(K, np.asarray(d, dtype=float))
+
 
 _warm_lmo = eqx.filter_jit(lambda K, d, state: K.warm_lmo(d, state))
 _project = eqx.filter_jit(lambda K, x: K.project(x))
@@ -117,19 +72,19 @@ def _rng(case: Case, salt: int = 0) -> np.random.Generator:
     return np.random.default_rng([sum(map(ord, case.name)), salt])
 
 
-def _hull_direction(K: AbstractSet, rng: np.random.Generator) -> np.ndarray:
+def _hull_direction(case: Case, K: AbstractSet, rng: np.random.Generator) -> np.ndarray:
     """A random unit direction of K's affine hull (zero-sum for the probability simplex)."""
     u = rng.standard_normal(K.shape)
-    if isinstance(K, S.Simplex) and not K.capped:
+    if case.zero_sum_hull:
         u = u - u.mean()
     return u / np.linalg.norm(u)
 
 
-def _points_in(K: AbstractSet, rng: np.random.Generator, n: int = 24) -> np.ndarray:
+def _points_in(case: Case, K: AbstractSet, rng: np.random.Generator, n: int = 24) -> np.ndarray:
     """Points of K built without ``project``: the centre, the inner ball, convex combinations of vertices."""
     c = np.asarray(K.center())
     rho = float(K.inner_radius)
-    inner = [c + rho * rng.uniform(0, 1) * _hull_direction(K, rng) for _ in range(n // 2)]
+    inner = [c + rho * rng.uniform(0, 1) * _hull_direction(case, K, rng) for _ in range(n // 2)]
     vertices = np.stack([np.asarray(_lmo(K, jnp.asarray(rng.standard_normal(K.shape)))) for _ in range(8)])
     combos = [np.tensordot(rng.dirichlet(np.ones(8) * 0.3), vertices, axes=1) for _ in range(n // 2)]
     return np.stack([c, *inner, *combos, *vertices])
@@ -144,10 +99,9 @@ def _directions(shape: tuple[int, ...]):
     return hnp.arrays(np.float64, shape, elements=floats)
 
 
-def test_every_exported_set_is_registered():
-    assert set(S.__all__) == EVERY_SET
+def test_every_exported_set_has_suite_cases():
     registered = {type(c.make()).__name__ for c in CASES}
-    assert registered == EVERY_SET - {"AbstractSet"}
+    assert registered == set(S.__all__) - {"AbstractSet"}, "declare SUITE_CASES in the set's test file"
     for name in S.__all__:
         assert getattr(S, name).__doc__, name
 
@@ -164,10 +118,10 @@ def test_lmo_feasible_and_minimal(case, data):
     v = np.asarray(_lmo(K, jnp.asarray(d)))
     assert np.all(np.isfinite(v))
     assert bool(_contains(K, jnp.asarray(v), 1e-9))
-    points = _points_in(K, _rng(case))
-    tol = 1e-9 * (1 + np.abs(d).sum()) * _scale(K) + case.lmo_rtol * abs(_reference_min(K, d))
+    points = _points_in(case, K, _rng(case))
+    tol = 1e-9 * (1 + np.abs(d).sum()) * _scale(K) + case.lmo_rtol * abs(_reference_min(case, K, d))
     assert np.vdot(d, v) <= np.min(np.tensordot(points, d, axes=d.ndim)) + tol  # a flipped sign fails here
-    assert np.vdot(d, v) == pytest.approx(_reference_min(K, d), rel=max(case.lmo_rtol, 1e-12), abs=tol)
+    assert np.vdot(d, v) == pytest.approx(_reference_min(case, K, d), rel=max(case.lmo_rtol, 1e-12), abs=tol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -183,7 +137,7 @@ def test_lmo_zero_direction_is_a_deterministic_point_of_K(case):
 @pytest.mark.parametrize("case", NORM_CASES, ids=[c.name for c in NORM_CASES])
 def test_norm_ball_lmo_lies_on_the_sphere(case):
     K = case.make()
-    gauge = _gauge(K)
+    gauge = case.gauge
     rng = _rng(case, 1)
     for d in [rng.standard_normal(K.shape) * 10.0**k for k in (-6, 0, 6)] + [np.zeros(K.shape)]:
         v = np.asarray(_lmo(K, jnp.asarray(d)))
@@ -210,9 +164,7 @@ def test_warm_lmo_matches_lmo_and_keeps_its_state_shape(case):
 
 def _outside_points(K: AbstractSet, rng: np.random.Generator, n: int = 10) -> np.ndarray:
     c = np.asarray(K.center())
-    return np.stack(
-        [c + rng.standard_normal(K.shape) * _scale(K) * 10.0 ** rng.uniform(-1, 1) for _ in range(n)]
-    )
+    return np.stack([c + rng.standard_normal(K.shape) * _scale(K) * 10.0 ** rng.uniform(-1, 1) for _ in range(n)])
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -220,14 +172,12 @@ def test_project_is_the_euclidean_projection(case):
     K = case.make()
     rng = _rng(case, 3)
     xs = _outside_points(K, rng)
-    us = _points_in(K, rng)
+    us = _points_in(case, K, rng)
     tol = case.proj_tol * _scale(K) ** 2
     ps = np.stack([np.asarray(_project(K, jnp.asarray(x))) for x in xs])
     for x, p in zip(xs, ps, strict=True):
         assert bool(_contains(K, jnp.asarray(p), 1e-9)), "projected point not in K"
-        np.testing.assert_allclose(
-            _project(K, jnp.asarray(p)), p, atol=case.proj_tol * _scale(K)
-        )  # idempotent
+        np.testing.assert_allclose(_project(K, jnp.asarray(p)), p, atol=case.proj_tol * _scale(K))  # idempotent
         vi = np.tensordot(us - p, x - p, axes=x.ndim)  # <x - P(x), u - P(x)> <= 0 for every u in K
         assert vi.max() <= tol * (1 + np.linalg.norm(x - p))
     for i in range(len(xs) - 1):  # non-expansive
@@ -237,7 +187,7 @@ def test_project_is_the_euclidean_projection(case):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_project_fixes_points_of_K(case):
     K = case.make()
-    for u in _points_in(K, _rng(case, 4)):
+    for u in _points_in(case, K, _rng(case, 4)):
         np.testing.assert_allclose(_project(K, jnp.asarray(u)), u, atol=case.proj_tol * _scale(K))
 
 
@@ -265,7 +215,7 @@ def test_inner_ball_and_diameter(case):
     c, rho, diam = np.asarray(K.center()), float(K.inner_radius), float(K.diameter)
     assert rho > 0 and diam >= 2 * rho * (1 - 1e-12)
     for _ in range(20):  # the inner ball (within the affine hull for the simplex) lies in K
-        assert bool(_contains(K, jnp.asarray(c + rho * _hull_direction(K, rng)), 1e-9))
+        assert bool(_contains(K, jnp.asarray(c + rho * _hull_direction(case, K, rng)), 1e-9))
     vertices = [np.asarray(_lmo(K, jnp.asarray(rng.standard_normal(K.shape)))) for _ in range(12)]
     widest = max(np.linalg.norm(a - b) for a in vertices for b in vertices)
     assert widest <= diam * (1 + 1e-9)
@@ -282,7 +232,7 @@ def test_scaled_is_the_shrunk_set(case, s):
     assert float(Ks.diameter) == pytest.approx(s * float(K.diameter), rel=1e-12)
     assert float(Ks.inner_radius) == pytest.approx(s * float(K.inner_radius), rel=1e-12)
     rng = _rng(case, 7)
-    for u in _points_in(K, rng, 6):
+    for u in _points_in(case, K, rng, 6):
         assert bool(_contains(Ks, jnp.asarray(c + s * (u - c)), 1e-9))
     for _ in range(3):  # lmo over c + s (K - c) is c + s (lmo_K - c)
         d = jnp.asarray(rng.standard_normal(K.shape))
@@ -319,9 +269,7 @@ def test_float32_stays_float32(case):
     p = _project(K, x)
     assert v.dtype == jnp.float32 and p.dtype == jnp.float32
     d64 = np.asarray(d, np.float64)
-    assert np.vdot(d64, np.asarray(v, np.float64)) == pytest.approx(
-        _reference_min(K, d64), rel=1e-5, abs=1e-5
-    )
+    assert np.vdot(d64, np.asarray(v, np.float64)) == pytest.approx(_reference_min(case, K, d64), rel=1e-5, abs=1e-5)
     assert bool(_contains(K, v, 1e-5)) and bool(_contains(K, p, 1e-4 * _scale(K)))
     v_warm, state = _warm_lmo(K, d, K.lmo_init())
     assert v_warm.dtype == jnp.float32

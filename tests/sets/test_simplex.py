@@ -11,6 +11,21 @@ from scipy.optimize import linprog
 
 from ocokit.sets import Simplex
 
+from .suite import Case
+
+
+def _simplex_min(K, d):
+    best = min(d.min(), 0.0) if K.capped else d.min()
+    return float(K.offset) * float(d.sum()) + float(K.radius) * float(best)
+
+
+SUITE_CASES = [
+    Case("simplex", lambda: Simplex(4), _simplex_min, zero_sum_hull=True),
+    Case("simplex_r2_scaled", lambda: Simplex(4, radius=2.0).scaled(0.6), _simplex_min, zero_sum_hull=True),
+    Case("capped", lambda: Simplex(4, radius=2.0, capped=True), _simplex_min),
+    Case("capped_scaled", lambda: Simplex(4, capped=True).scaled(0.5), _simplex_min),
+]
+
 _lmo = eqx.filter_jit(lambda K, d: K.lmo(d))
 _project = eqx.filter_jit(lambda K, x: K.project(x))
 _contains = eqx.filter_jit(lambda K, x, atol: K.contains(x, atol))

@@ -8,8 +8,6 @@ gap-terminated FW loop with doubling, SCBFW-TVC by L FW steps on a strongly conv
 (:class:`AbstractBanditTVC`) is written once; the two differ only in the block update.
 """
 
-from __future__ import annotations
-
 import abc
 import math
 from typing import Any, ClassVar
@@ -22,14 +20,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import fw_step, inner_frank_wolfe
-from ocokit.algorithms._tvc_common import (
-    bandit_surrogate,
-    check_common,
-    override,
-    restart_if_doubled,
-    strongly_convex_constants,
-    theory_constants,
-)
+from ocokit.algorithms._tvc_common import LyapunovSurrogate, lipschitz_bound, restart_if_doubled, with_overrides
 from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
 
 # --------------------------------------------------------------------------------------------------
@@ -37,13 +28,13 @@ from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
 
 
 class _BanditState(eqx.Module):
-    y: Float[Array, ...]  # the auxiliary decision hat y_m in K_delta (frozen within a block)
-    u: Float[Array, ...]  # this round's direction on the unit sphere
+    y: Float[Array, "..."]  # the auxiliary decision hat y_m in K_delta (frozen within a block)
+    u: Float[Array, "..."]  # this round's direction on the unit sphere
     key: PRNGKeyArray
     queue: Float[Array, ""]
-    block_grad: Float[Array, ...]  # sum of this block's one-point estimates (hat nabla_m so far)
-    linear: Float[Array, ...]  # BFW: sum_{tau=b_k}^{m} hat nabla_tau; SCBFW: the linear term of F_m^sc
-    anchor: Float[Array, ...]  # BFW: y_{s_k} = hat y_{b_k}
+    block_grad: Float[Array, "..."]  # sum of this block's one-point estimates (hat nabla_m so far)
+    linear: Float[Array, "..."]  # BFW: sum_{tau=b_k}^{m} hat nabla_tau; SCBFW: the linear term of F_m^sc
+    anchor: Float[Array, "..."]  # BFW: y_{s_k} = hat y_{b_k}
     G_tilde: Float[Array, ""]
     epoch_start: Int[Array, ""]  # BFW: b_k, the first block using G_tilde
     t: Int[Array, ""]
@@ -60,11 +51,9 @@ def _direction(key: PRNGKeyArray, t: Any, like: Array) -> Array:
     return g / jnp.linalg.norm(g.ravel())
 
 
-def _smoothing_constant(info: ProblemInfo, c: float | None) -> tuple[float, float]:
-    """``(r, c)``: the inner radius r of K and the ``c`` of ``delta = c T^(-.)``, by default ``r / 2`` (inferred;
-    ``delta < r`` for every T)."""
-    r = float(info.domain.inner_radius)
-    return r, r / 2.0 if c is None else c
+def _smoothing_constant(r: float, c: float | None) -> float:
+    """The ``c`` of ``delta = c T^(-.)``, by default ``r / 2`` (inferred; ``delta < r`` for every T)."""
+    return r / 2.0 if c is None else c
 
 
 class AbstractBanditTVC(AbstractLearner):
@@ -73,12 +62,20 @@ class AbstractBanditTVC(AbstractLearner):
     Round t plays ``x_t = y_t + delta u_t`` (eq. 20), updates the queue, adds the one-point estimate
     ``(d/delta) tilde f_t(x_t) u_t`` (eq. 21) to the block's sum and, when ``t mod K = 0``, calls the block
     update of the subclass with ``w_t = Phi'(beta Q_t)``. ``hat y_1 = K_delta.center()``; ``delta < r`` is
-    checked by ``init`` (the inner radius of K is known only there). A subclass has the fields ``beta``,
-    ``gamma``, ``lam``, ``phi``, ``delta`` and ``block`` (not declared here: declaring them would fix their
-    order in the subclass's ``__init__``).
+    checked by ``init`` (the inner radius of K is known only there). A final subclass declares its surrogate
+    ``lyapunov`` (built from its own ``beta``, ``gamma``, ``lam``, ``phi``), the smoothing radius ``delta`` and
+    the block size ``block``, and writes ``_block_update``.
     """
 
+    lyapunov: eqx.AbstractVar[LyapunovSurrogate]
+    delta: eqx.AbstractVar[Float[Array, ""]]
+    block: eqx.AbstractVar[int]
     feedback: ClassVar[FeedbackKind] = BANDIT
+
+    def __check_init__(self):
+        _ = self.lyapunov  # building the surrogate checks beta, gamma, phi and lam
+        _checks.positive("delta", self.delta)
+        _checks.positive_int("block", self.block)
 
     def init(self, info, key):
         domain = info.domain
@@ -115,7 +112,7 @@ class AbstractBanditTVC(AbstractLearner):
         """Steps 3-7 of Algs. 3-4: queue, one-point estimate (eq. 21), block update when ``t mod K = 0``."""
         del x
         t = state.t + 1
-        value, Q, w = bandit_surrogate(self, feedback, state.queue)
+        value, Q, w = self.lyapunov.bandit(feedback, state.queue)
         block_grad = state.block_grad + one_point_sphere_estimate(value, state.u, self.delta)
         state = eqx.tree_at(
             lambda s: (s.t, s.queue, s.block_grad, s.oracle_calls),
@@ -193,26 +190,42 @@ class BFWTVC(AbstractBanditTVC):
     phi: str = eqx.field(static=True, default="exp")
 
     def __check_init__(self):
-        check_common(self)
-        for name in ("eta", "G", "delta", "epsilon"):
-            _checks.positive(name, getattr(self, name))
-        _checks.positive_int("block", self.block)
+        _checks.positive("eta", self.eta)
+        _checks.positive("G", self.G)
+        _checks.positive("epsilon", self.epsilon)
         _checks.positive_int("max_inner", self.max_inner)
 
+    @property
+    def lyapunov(self) -> LyapunovSurrogate:
+        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
+        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
+
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **overrides: Any) -> BFWTVC:
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        c: float | None = None,
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+        loss_bound: float | None = None,
+        diameter: float | None = None,
+        inner_radius: float | None = None,
+        **overrides: Any,
+    ) -> "BFWTVC":
         """Theorem 3 of 000 with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred): ``delta < r``.
 
         ``beta = 1/C_2``, ``C_2 = 2^4 G (cD/r + 3c + 1 + 2cD/(dM) + dMD/c)``, ``gamma = 1``, ``K = T^{1/2}``,
         ``epsilon = 4 D^2 T^{-1/2}``, ``eta = c D/(d M T^{3/4})``, ``lam = 1/(2 T^{3/4})``; M is the problem's
-        ``loss_bound``.
+        ``loss_bound``. Each constant can be passed by name; any field can be overridden.
         """
-        G, D = theory_constants(info, cls.__name__)
-        M = info.constants.loss_bound
-        if not math.isfinite(M):
-            raise ValueError(f"{cls.__name__}.from_theory needs the problem constant loss_bound (M)")
+        who = f"{cls.__name__}.from_theory"
+        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
+        D = info.require("diameter", who, diameter)
+        M = info.require("loss_bound", who, loss_bound)
         T, d = info.horizon, math.prod(info.domain.shape)
-        r, c = _smoothing_constant(info, c)
+        r = info.require("inner_radius", who, inner_radius)
+        c = _smoothing_constant(r, c)
         C2 = 16.0 * G * (c * D / r + 3 * c + 1 + 2 * c * D / (d * M) + d * M * D / c)
         theory = cls(
             beta=1.0 / C2,
@@ -225,7 +238,7 @@ class BFWTVC(AbstractBanditTVC):
             block=max(1, round(math.sqrt(T))),
             max_inner=max(100, 4 * math.ceil(math.sqrt(T))),
         )
-        return override(theory, overrides)
+        return with_overrides(theory, overrides)
 
     def _block_update(self, state: _BanditState, w: Array) -> _BanditState:
         G_tilde, restart = restart_if_doubled(state.G_tilde, self.beta * self.G * (self.gamma + w))
@@ -334,12 +347,14 @@ class SCBFWTVC(AbstractBanditTVC):
     surrogate: str = eqx.field(static=True, default="shifted")
 
     def __check_init__(self):
-        check_common(self)
         _checks.positive("alpha_f", self.alpha_f)
-        _checks.positive("delta", self.delta)
-        _checks.positive_int("block", self.block)
         _checks.positive_int("inner_steps", self.inner_steps)
         _checks.one_of("surrogate", self.surrogate, ("shifted", "literal"))
+
+    @property
+    def lyapunov(self) -> LyapunovSurrogate:
+        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
+        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
 
     @classmethod
     def from_theory(
@@ -349,17 +364,27 @@ class SCBFWTVC(AbstractBanditTVC):
         alpha_f: float | None = None,
         c: float | None = None,
         theory: str = "proof",
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+        diameter: float | None = None,
+        inner_radius: float | None = None,
         **overrides: Any,
-    ) -> SCBFWTVC:
+    ) -> "SCBFWTVC":
         """Theorem 4 of 000: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default), ``Phi = x^2``.
 
         ``theory="proof"``: ``beta = 1``, ``gamma = 16 (8 log T^{1/3} + C_3') G^2 T^{2/3} / alpha_f`` with
         ``C_3' = 8 + 3c + cD/r + 12D``; ``theory="statement"``: ``beta = 1/(G D T^{2/3})``,
-        ``gamma = G/(G + alpha_f D)``.
+        ``gamma = G/(G + alpha_f D)``. ``alpha_f`` overrides the problem constant ``strong_convexity``; each
+        other constant can be passed by name; any field can be overridden.
         """
-        G, D, a = strongly_convex_constants(info, alpha_f, theory, cls.__name__)
+        _checks.one_of("theory", theory, ("proof", "statement"))
+        who = f"{cls.__name__}.from_theory"
+        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
+        D = info.require("diameter", who, diameter)
+        a = info.require("strong_convexity", who, alpha_f)
         T = info.horizon
-        r, c = _smoothing_constant(info, c)
+        r = info.require("inner_radius", who, inner_radius)
+        c = _smoothing_constant(r, c)
         T23 = T ** (2.0 / 3.0)
         if theory == "proof":
             C3 = 8.0 + 3.0 * c + c * D / r + 12.0 * D
@@ -368,7 +393,7 @@ class SCBFWTVC(AbstractBanditTVC):
             beta, gamma = 1.0 / (G * D * T23), G / (G + a * D)
         K = max(1, round(T23))
         theory_ = cls(beta=beta, gamma=gamma, alpha_f=a, delta=c * T ** (-1.0 / 3.0), block=K, inner_steps=K)
-        return override(theory_, overrides)
+        return with_overrides(theory_, overrides)
 
     def _block_update(self, state: _BanditState, w: Array) -> _BanditState:
         del w

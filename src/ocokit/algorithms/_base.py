@@ -42,12 +42,15 @@ class ProblemInfo(eqx.Module):
             problem.constraint_structure,
         )
 
-    def require(self, name: str, who: str, override: Any = None, *, allow_zero: bool = False) -> float:
+    def require(
+        self, name: str, who: str, override: Any = None, *, allow_zero: bool = False, argument: str | None = None
+    ) -> float:
         """The constant ``name``: ``override`` when given, else the problem's; ``ValueError`` if unknown.
 
         ``name`` is a field of :class:`~ocokit.problems.ProblemConstants` (``grad_bound``, ``loss_bound``,
         ...) or ``"diameter"`` / ``"inner_radius"`` of the domain. ``who`` names the caller in the error
         (``"OFWTVC.from_theory"``). The value must be finite and ``> 0`` (``>= 0`` with ``allow_zero``).
+        ``argument`` is the caller's keyword that overrides it, when not named ``name`` (the error's hint).
         This is the one way every ``from_theory`` reads and overrides a constant.
         """
         if override is not None:
@@ -65,8 +68,8 @@ class ProblemInfo(eqx.Module):
         if not ok:
             bound = ">= 0" if allow_zero else "> 0"
             raise ValueError(
-                f"{who} needs {source} (finite, {bound}), got {value}; pass {name}=... or declare it in the "
-                "problem's constants()"
+                f"{who} needs {source} (finite, {bound}), got {value}; pass {argument or name}=... or "
+                "declare it in the problem's constants()"
             )
         return value
 

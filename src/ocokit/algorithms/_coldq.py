@@ -1,10 +1,14 @@
-"""COLDQ and COLDQ-Expert: constrained online learning with a doubly-bounded virtual queue (paper 003)."""
+"""COLDQ and COLDQ-Expert: constrained online learning with a doubly-bounded virtual queue (paper 003).
+
+Both hold a :class:`~ocokit.algorithms._queue_common.HingeProx` part (the exact per-round solver) and use
+the queue update :func:`~ocokit.algorithms._queues.doubly_bounded` (paper 003, eq. (8)).
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -12,36 +16,20 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._queue_common import (
-    QueueState,
-    check_solver_options,
-    initial_fields,
-    paper_table,
-    prox_step,
-    solver_diagnostics,
-    start_point,
-)
-from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._queue_common import AbstractQueueLearner, HingeProx, QueueState, paper_table
+from ocokit.algorithms._queues import doubly_bounded
 
 _PAPER_TABLES = dict.fromkeys((3, 4, 5, 6))  # COLDQ has the same parameters in Tables 3-6
 
 
-def doubly_bounded_queue(queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
-    """The queue update (8) of paper 003: ``Q_t = max{(1 - eta) Q_{t-1} + [g_t(x_t)]_+, gamma}``.
-
-    ``violation`` is ``g_t(x_t)``, the new constraint at the new decision (spec §7 pitfall 1). By Lemma 1,
-    ``gamma <= Q_t <= max(gamma, G / eta)`` whenever ``|g| <= G``.
-    """
-    return jnp.maximum((1.0 - eta) * queue + jnp.maximum(violation, 0.0), gamma)
-
-
-def _check_common(learner) -> None:
-    _checks.in_open_interval("eta", learner.eta, 0.0, 1.0)
-    _checks.positive("gamma", learner.gamma)
-    _checks.positive("alpha0", learner.alpha0)
-    _checks.in_closed_interval("alpha_power", learner.alpha_power, 0.0, 1.0)
-    check_solver_options(learner)
+def _check_queue_parameters(eta: Any, gamma: Any, alpha0: Any, alpha_power: Any) -> None:
+    """The ranges of Algorithm 1's parameters (paper 003): ``eta in (0, 1)``, ``gamma, alpha0 > 0``,
+    ``alpha_power in [0, 1]``."""
+    _checks.in_open_interval("eta", eta, 0.0, 1.0)
+    _checks.positive("gamma", gamma)
+    _checks.positive("alpha0", alpha0)
+    _checks.in_closed_interval("alpha_power", alpha_power, 0.0, 1.0)
 
 
 def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple[int, float]:
@@ -62,13 +50,13 @@ def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple
     return T, float(eps)
 
 
-def _queue_after_round(learner, t: Array, queue: Array, violation: Array) -> Array:
+def _queue_after_round(t: Array, queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
     """Round t's queue: the update (8) from ``t >= 2``; ``Q_1 = gamma`` is not updated with ``g_1(x_1)``."""
-    updated = doubly_bounded_queue(queue, violation, learner.eta, learner.gamma)
+    updated = doubly_bounded(queue, violation, eta, gamma)
     return jnp.where(t >= 2, updated, queue).astype(queue.dtype)
 
 
-class COLDQ(AbstractLearner):
+class COLDQ(AbstractQueueLearner):
     """COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
 
     Update, for ``t >= 2``, from round ``t-1``'s gradient ``grad f_{t-1}(x_{t-1})`` and its *whole*
@@ -80,8 +68,10 @@ class COLDQ(AbstractLearner):
 
     with ``Q_1^n = gamma`` (not updated with ``g_1(x_1)``) and ``alpha_t = alpha0 t^alpha_power``. The loss
     is linearised, the constraint is not (its hinge enters exactly), the proximal term has no 1/2. ``P_t``
-    is solved exactly in the compiled run by :func:`~ocokit.algorithms._hinge_prox.hinge_prox_step`
-    (dual projected Newton; fast path when the projected gradient step satisfies ``g_{t-1} <= 0``).
+    is solved exactly in the compiled run by the part ``prox``
+    (:class:`~ocokit.algorithms._queue_common.HingeProx`: dual projected Newton; fast path when the
+    projected gradient step satisfies ``g_{t-1} <= 0``). The queue is
+    :func:`~ocokit.algorithms._queues.doubly_bounded`.
     The solve happens in ``update`` at the end of round ``t-1``, which has exactly the information above.
 
     Source: paper ``003_7d479b83c54dcbec.txt``, Algorithm 1, problem ``P_t`` (Section 4.3) and queue (8);
@@ -105,6 +95,9 @@ class COLDQ(AbstractLearner):
         start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of the paper's setups, as
             in the authors' code); ``"center"`` plays ``X.center()`` (static).
 
+        ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
+        (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
+
     Readings (spec §7): queue updated with the new ``g_t`` at the new ``x_t`` (pitfall 1); ``Q_1 = gamma``
     (pitfall 2); hinge of the exact previous constraint (3); no 1/2 on the proximal term and on A4's
     ``mu`` (4): a user's standard modulus ``m`` gives ``alpha0 = m / 2`` (``from_theory`` does this); the
@@ -126,16 +119,26 @@ class COLDQ(AbstractLearner):
 
     eta: Float[Array, ""] = hyperparameter()
     gamma: Float[Array, ""] = hyperparameter()
-    alpha0: Float[Array, ""] = hyperparameter(default=1.0)
-    alpha_power: Float[Array, ""] = hyperparameter(default=0.5)
-    tol: Float[Array, ""] = hyperparameter(default=1e-11)
-    max_iter: int = eqx.field(static=True, default=50)
-    solver: str = eqx.field(static=True, default="auto")
-    start: str = eqx.field(static=True, default="origin")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    alpha0: Float[Array, ""] = hyperparameter()
+    alpha_power: Float[Array, ""] = hyperparameter()
+    prox: HingeProx
+
+    def __init__(
+        self,
+        eta: Any,
+        gamma: Any,
+        alpha0: Any = 1.0,
+        alpha_power: Any = 0.5,
+        tol: Any = 1e-11,
+        max_iter: int = 50,
+        solver: str = "auto",
+        start: str = "origin",
+    ):
+        self.eta, self.gamma, self.alpha0, self.alpha_power = eta, gamma, alpha0, alpha_power
+        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
 
     def __check_init__(self):
-        _check_common(self)
+        _check_queue_parameters(self.eta, self.gamma, self.alpha0, self.alpha_power)
 
     @classmethod
     def from_theory(
@@ -175,20 +178,18 @@ class COLDQ(AbstractLearner):
 
     def init(self, info, key):
         del key
-        return QueueState(**initial_fields(info, self.start, self.gamma))  # Q_1 = gamma
-
-    def decide(self, state):
-        return state.x
+        x = self.prox.start_point(info.domain)
+        return QueueState.initial(x, info.num_constraints, self.gamma, info.domain)  # Q_1 = gamma
 
     def update(self, state, x, feedback):
         t = state.t + 1  # the round just played
-        queue = _queue_after_round(self, t, state.queue, feedback.constraints(x))
+        queue = _queue_after_round(t, state.queue, feedback.constraints(x), self.eta, self.gamma)
         alpha = self.alpha0 * t.astype(x.dtype) ** self.alpha_power
-        sol = prox_step(self, feedback, state.domain, feedback.grad(x), alpha, x, queue)
+        sol = self.prox.step(feedback, state.domain, feedback.grad(x), alpha, x, queue)
         return QueueState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged, state.domain)
 
     def diagnostics(self, state):
-        return solver_diagnostics(state)
+        return state.diagnostics()
 
 
 class _COLDQExpertState(eqx.Module):
@@ -202,7 +203,7 @@ class _COLDQExpertState(eqx.Module):
     domain: Any  # X, from the learner's info
 
 
-class COLDQExpert(AbstractLearner):
+class COLDQExpert(AbstractQueueLearner):
     """COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
 
     Update (spec §3): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
@@ -225,9 +226,10 @@ class COLDQExpert(AbstractLearner):
     Args:
         num_experts: M >= 1 (static).
         kappa: Hedge rate > 0.
-        eta, gamma, alpha0, alpha_power, tol, max_iter, solver, start: as in :class:`COLDQ`, shared by
-            all experts (every expert starts at the same ``x_1``).
+        eta, gamma, alpha0, alpha_power: as in :class:`COLDQ`, shared by all experts.
         ratio: ``alpha_t[m]`` shrinks by this factor per expert, > 0 (paper: 2).
+        tol, max_iter, solver, start: the part ``prox`` as in :class:`COLDQ`, shared by all experts (every
+            expert starts at the same ``x_1``).
 
     Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); as the spec resolves
     (Lemma 6's recursion), ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
@@ -253,20 +255,34 @@ class COLDQExpert(AbstractLearner):
     kappa: Float[Array, ""] = hyperparameter()
     eta: Float[Array, ""] = hyperparameter()
     gamma: Float[Array, ""] = hyperparameter()
-    alpha0: Float[Array, ""] = hyperparameter(default=1.0)
-    alpha_power: Float[Array, ""] = hyperparameter(default=0.5)
-    ratio: Float[Array, ""] = hyperparameter(default=2.0)
-    tol: Float[Array, ""] = hyperparameter(default=1e-11)
-    max_iter: int = eqx.field(static=True, default=50)
-    solver: str = eqx.field(static=True, default="auto")
-    start: str = eqx.field(static=True, default="origin")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    alpha0: Float[Array, ""] = hyperparameter()
+    alpha_power: Float[Array, ""] = hyperparameter()
+    ratio: Float[Array, ""] = hyperparameter()
+    prox: HingeProx
+
+    def __init__(
+        self,
+        num_experts: int,
+        kappa: Any,
+        eta: Any,
+        gamma: Any,
+        alpha0: Any = 1.0,
+        alpha_power: Any = 0.5,
+        ratio: Any = 2.0,
+        tol: Any = 1e-11,
+        max_iter: int = 50,
+        solver: str = "auto",
+        start: str = "origin",
+    ):
+        self.num_experts, self.kappa, self.eta, self.gamma = num_experts, kappa, eta, gamma
+        self.alpha0, self.alpha_power, self.ratio = alpha0, alpha_power, ratio
+        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
 
     def __check_init__(self):
         _checks.positive_int("num_experts", self.num_experts)
         _checks.positive("kappa", self.kappa)
         _checks.positive("ratio", self.ratio)
-        _check_common(self)
+        _check_queue_parameters(self.eta, self.gamma, self.alpha0, self.alpha_power)
 
     @staticmethod
     def theory_num_experts(T: int) -> int:
@@ -298,7 +314,7 @@ class COLDQExpert(AbstractLearner):
 
     def init(self, info, key):
         del key
-        x = start_point(info.domain, self.start)
+        x = self.prox.start_point(info.domain)
         M = self.num_experts
         log_w = jnp.log(self.prior(x.dtype))
         experts = jnp.broadcast_to(x, (M, *x.shape))
@@ -313,15 +329,12 @@ class COLDQExpert(AbstractLearner):
             domain=info.domain,
         )
 
-    def decide(self, state):
-        return state.x
-
     def update(self, state, x, feedback):
         t = state.t + 1
         dtype = x.dtype
         experts = state.experts
         g = jax.vmap(feedback.constraints)(experts)  # g_t(x_t[m]), (M, N)
-        queues = _queue_after_round(self, t, state.queues, g)
+        queues = _queue_after_round(t, state.queues, g, self.eta, self.gamma)
         grad = feedback.grad(x)
         surrogate = experts @ grad - jnp.dot(x, grad)  # l_t(x_t[m]) = <grad f_t(x_t), x_t[m] - x_t>
         log_w = state.log_weights - self.kappa * surrogate
@@ -331,7 +344,7 @@ class COLDQExpert(AbstractLearner):
         grads = jax.vmap(feedback.grad)(experts)
 
         def expert_step(c, alpha, z, q):
-            return prox_step(self, feedback, state.domain, c, alpha, z, q)
+            return self.prox.step(feedback, state.domain, c, alpha, z, q)
 
         sol = jax.vmap(expert_step)(grads, alphas, experts, queues)
         new_experts = sol.x.astype(dtype)

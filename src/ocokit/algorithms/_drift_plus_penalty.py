@@ -1,4 +1,8 @@
-"""Drift-plus-penalty with virtual queues: the algorithm of Yu, Neely and Wei (NeurIPS 2017)."""
+"""Drift-plus-penalty with virtual queues: the algorithm of Yu, Neely and Wei (NeurIPS 2017).
+
+The queue update is :func:`~ocokit.algorithms._queues.drift_plus_penalty` and ``x(1)`` is
+:func:`~ocokit.algorithms._queue_common.start_point`, both shared with the other queue learners.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,9 @@ from jaxtyping import Array
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._queue_common import STARTS, start_point
+from ocokit.algorithms._queues import drift_plus_penalty
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
-
-_STARTS = ("origin", "center")
 
 
 class _YuNeelyWeiState(eqx.Module):
@@ -34,7 +38,8 @@ class YuNeelyWei(AbstractLearner):
         Q_k(t+1)   = max{ Q_k(t) + g_k^t(x(t)) + <grad g_k^t(x(t)), x(t+1) - x(t)>, 0 }
 
     with ``Q_k(1) = 0``. The queue is updated with the old constraint linearised at the new point
-    (spec ``baselines.md`` §10.1). One projection onto ``X_0 = K`` per round.
+    (spec ``baselines.md`` §10.1; :func:`~ocokit.algorithms._queues.drift_plus_penalty`). One projection
+    onto ``X_0 = K`` per round.
 
     Source: spec ``baselines.md`` §7.2 (two independent implementations agree, tag [I]; the paper's
     Algorithm 1 itself was not readable). Guarantees (§7.1, abstract [A]): with ``V = sqrt(T)`` and
@@ -71,7 +76,7 @@ class YuNeelyWei(AbstractLearner):
     def __check_init__(self):
         _checks.positive("V", self.V)
         _checks.positive("alpha", self.alpha)
-        _checks.one_of("start", self.start, _STARTS)
+        _checks.one_of("start", self.start, STARTS)
 
     @classmethod
     def from_theory(
@@ -88,11 +93,10 @@ class YuNeelyWei(AbstractLearner):
     def init(self, info, key):
         del key
         domain = info.domain
-        c = domain.center()
-        x = domain.project(jnp.zeros_like(c)) if self.start == "origin" else c
+        x = start_point(domain, self.start)
         return _YuNeelyWeiState(
-            x=x.astype(c.dtype),
-            queue=jnp.zeros((info.num_constraints,), dtype=c.dtype),
+            x=x,
+            queue=jnp.zeros((info.num_constraints,), dtype=x.dtype),
             t=jnp.asarray(0, jnp.int32),
             domain=domain,
         )
@@ -110,7 +114,7 @@ class YuNeelyWei(AbstractLearner):
         d = self.V * feedback.grad(x) + (state.queue @ J2).reshape(x.shape)
         x_new = domain.project(x - d / (2.0 * self.alpha)).astype(dtype)
         linearised = g + J2 @ (x_new - x).ravel()
-        queue = jnp.maximum(state.queue + linearised, 0.0).astype(dtype)
+        queue = drift_plus_penalty(state.queue, linearised).astype(dtype)  # eq. (3)
         return _YuNeelyWeiState(x=x_new, queue=queue, t=state.t + 1, domain=domain)
 
     def diagnostics(self, state):

@@ -39,8 +39,15 @@ near ``1e-5``), or after ``max_iter`` Newton steps; the solution reports the
 iterations, the residual and whether it converged. ``x`` always lies in X (it is ``x(lam)`` for the
 final ``lam``).
 
-:func:`hinge_prox_step` picks the structure from the problem (see :data:`SOLVERS`), so COLDQ, RECOO and
-Yi et al. 2021 share one solver.
+:func:`hinge_prox_step` picks the structure from the problem (see :data:`SOLVERS`). COLDQ, COLDQ-Expert,
+RECOO and Yi et al. 2021 hold it through their part
+:class:`~ocokit.algorithms._queue_common.HingeProx`, which carries the options once.
+
+References:
+    J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
+    Dynamics of Both Loss and Constraint. AAAI 2025 (paper 003), Section 4.3 and Appendix (solver).
+    D. P. Bertsekas. Projected Newton methods for optimization problems with simple constraints. SIAM J.
+    Control and Optimization 20(2), 1982.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """LPM and LBPM (Garber and Kretzu 2024, Algorithms 4 and 5): RECONSTRUCTED LOO-based primal-dual methods.
 
 The paper's text could not be read, so both are rebuilt in spec ``baselines.md`` §2.2-§2.3: the blocked
-LOO-BOGD chain of :mod:`ocokit.algorithms._loo_bogd` (:class:`~ocokit.algorithms.LOOBOGD`, and
-:class:`~ocokit.algorithms.LOOBBGD` for the bandit version) run on a regularised Lagrangian, with a dual
-variable updated once per block (:func:`_dual_step`). Do not cite results of these classes as the authors'
-algorithms.
+LOO-BOGD chain :class:`~ocokit.algorithms._loo_chain.LOOChain` run on a regularised Lagrangian, with a dual
+variable updated once per block by a named queue rule of :mod:`ocokit.algorithms._queues`; LBPM is LPM wrapped
+in the one-point bandit adapter :class:`~ocokit.algorithms._bandit.OnePointBandit`. Do not cite results of
+these classes as the authors' algorithms.
 """
-
-from __future__ import annotations
 
 from typing import Any, ClassVar
 
@@ -16,28 +14,38 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._loo_bogd import (
-    _bandit_init,
-    _bandit_play,
-    _bandit_step,
-    _bandit_theory,
-    _BanditState,
-    _Block,
-    _block_init,
-    _block_step,
-    _check_common,
-    _constant,
-    _full_info_theory,
+from ocokit.algorithms._bandit import AbstractGradientLearner, AbstractOnePointBanditLearner, OnePointBandit
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._loo_chain import (
+    LOOChain,
     _int_leaf,
+    _LOOChainState,
     _optional_leaf,
+    bandit_theory,
+    full_information_theory,
 )
-from ocokit.feedback import BANDIT, FULL_INFORMATION, FeedbackKind
+from ocokit.algorithms._queues import drift_plus_penalty, regularised_dual_ascent
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 _DUAL_RULES = ("lagrangian", "dpp_queue")
 
-# --------------------------------------------------------------------------------------------------
-# LPM and LBPM (G&K 2024, Algorithms 4 and 5): RECONSTRUCTED from spec baselines.md §2.2-§2.3.
+
+def _check_dual(dual_rule: str, mu: Any, dual_reg: Any, V: Any) -> None:
+    _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
+    _checks.positive("mu", mu)
+    _checks.nonnegative("dual_reg", dual_reg)
+    _checks.positive("V", V)
+
+
+def _dual_theory(eta: float, G: float, dual_rule: str) -> dict[str, float]:
+    """The dual parameters derived from the chain's ``eta``: ``mu = eta``, ``delta = 4 G^2``, ``V = 1``.
+
+    For ``"dpp_queue"`` the queue ``Q = lambda / mu`` has ``V = 1/mu`` and primal step ``eta mu``, which turns
+    the unregularised Lagrangian rule into the queue rule (spec §2.2, "dpp_queue").
+    """
+    if dual_rule == "lagrangian":
+        return {"mu": eta, "dual_reg": 4.0 * G**2, "V": 1.0, "eta": eta}
+    return {"mu": eta, "dual_reg": 0.0, "V": 1.0 / eta, "eta": eta * eta}
 
 
 class _DualState(eqx.Module):
@@ -45,58 +53,13 @@ class _DualState(eqx.Module):
     viol_sum: Float[Array, " N"]  # sum over the current block of [g_t(x_m)]_+ (or g_t(x_m) with hinge=False)
 
 
-def _dual_init(n: int, dtype: Any) -> _DualState:
-    return _DualState(dual=jnp.zeros((n,), dtype), viol_sum=jnp.zeros((n,), dtype))
-
-
-def _dual_step(lrn: Any, dual: _DualState, viol: Array, end: Array) -> _DualState:
-    """Add this round's violation; at a block's end apply the dual rule to the block sums."""
-    s = dual.viol_sum + viol
-    lam = dual.dual
-    if lrn.dual_rule == "lagrangian":  # lambda_{m+1} = [lambda_m + mu sum_t ([g_t]_+ - delta mu lambda_m)]_+
-        new = jnp.maximum(0.0, lam + lrn.mu * (s - lrn.block_size * lrn.dual_reg * lrn.mu * lam))
-    else:  # Q_{m+1} = [Q_m + sum_t g_t]_+
-        new = jnp.maximum(0.0, lam + s)
-    new = new.astype(lam.dtype)
-    return _DualState(dual=jnp.where(end, new, lam), viol_sum=jnp.where(end, jnp.zeros_like(s), s))
-
-
-def _loss_scale(lrn: Any) -> Any:
-    return 1.0 if lrn.dual_rule == "lagrangian" else lrn.V
-
-
-def _check_dual(lrn: Any) -> None:
-    _checks.one_of("dual_rule", lrn.dual_rule, _DUAL_RULES)
-    _checks.positive("mu", lrn.mu)
-    _checks.nonnegative("dual_reg", lrn.dual_reg)
-    _checks.positive("V", lrn.V)
-
-
-def _with_dual_theory(cls: Any, info: ProblemInfo, chain: dict[str, Any], **static: Any) -> Any:
-    """``cls`` with the chain's theory parameters (``eta`` among them) and the dual ones derived from ``eta``.
-
-    ``mu = eta``, ``delta = 4 max(G_f, G_g)^2``; the queue ``Q = lambda / mu`` has ``V = 1/mu``. ``static``
-    holds ``dual_rule``, ``hinge`` and ``pipelined``.
-    """
-    chain = dict(chain)
-    eta = chain.pop("eta")
-    G = max(_constant(info, "grad_bound", cls.__name__), _constant(info, "constraint_grad_bound", cls.__name__))
-    if static["dual_rule"] == "lagrangian":
-        dual = {"mu": eta, "dual_reg": 4.0 * G**2, "V": 1.0, "eta": eta}
-    else:
-        # Q_m = lambda_m / mu turns the unregularised Lagrangian rule into the queue rule: the primal step on
-        # V grad f + Q grad g is then eta / V = eta mu (spec §2.2, "dpp_queue").
-        dual = {"mu": eta, "dual_reg": 0.0, "V": 1.0 / eta, "eta": eta * eta}
-    return cls(**static, **chain, **dual)
-
-
 class _LPMState(eqx.Module):
-    block: _Block
+    chain: _LOOChainState
     dual: _DualState
     domain: Any  # K, from the learner's info
 
 
-class LPM(AbstractLearner):
+class LPM(AbstractGradientLearner):
     """LPM (reconstructed): LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 4).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked against
@@ -165,8 +128,14 @@ class LPM(AbstractLearner):
     reconstructed: ClassVar[bool] = True
 
     def __check_init__(self):
-        _check_common(self)
-        _check_dual(self)
+        _checks.positive("eps", self.eps)
+        _check_dual(self.dual_rule, self.mu, self.dual_reg, self.V)
+        _ = self.chain  # building the chain checks eta, block_size, radius and the caps
+
+    @property
+    def chain(self) -> LOOChain:
+        """The blocked chain with this learner's step, block size, radius and caps."""
+        return LOOChain(self.eta, self.block_size, self.radius, self.pipelined, self.max_outer_iter, self.max_fw_iter)
 
     @classmethod
     def from_theory(
@@ -180,53 +149,81 @@ class LPM(AbstractLearner):
         eta_constant: float = 1.0,
         eps_constant: float = 60.0,
         block_constant: float = 5.0,
-    ) -> LPM:
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+    ) -> "LPM":
         """Reconstructed theory parameters (spec §2.2; not read in the paper).
 
         LOO-BOGD's Theorem 9 for the primal chain: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
         ``K_b = floor(5 T^{1/2})`` (constants rescalable as in :meth:`LOOBOGD.from_theory`); the dual step
         ``mu = eta`` and the Mahdavi-type regulariser ``delta = 4 G^2`` with ``G = max(G_f, G_g)`` (constants
-        ``grad_bound``, ``constraint_grad_bound``). For ``dual_rule="dpp_queue"``: ``Q = lambda / mu``, i.e.
-        ``V = 1/eta`` and primal step ``eta^2`` (the unregularised Lagrangian rule rewritten as a queue).
+        ``grad_bound``, ``constraint_grad_bound``, each overridable by name). For ``dual_rule="dpp_queue"``:
+        ``Q = lambda / mu``, i.e. ``V = 1/eta`` and primal step ``eta^2`` (the unregularised Lagrangian rule
+        rewritten as a queue).
         """
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
-        chain = _full_info_theory(info, cls.__name__, radius, eta_constant, eps_constant, block_constant)
-        return _with_dual_theory(cls, info, chain, dual_rule=dual_rule, hinge=hinge, pipelined=pipelined)
+        who = f"{cls.__name__}.from_theory"
+        chain = full_information_theory(info, who, radius, eta_constant, eps_constant, block_constant, grad_bound)
+        G = max(
+            info.require("grad_bound", who, grad_bound),
+            info.require("constraint_grad_bound", who, constraint_grad_bound),
+        )
+        chain.update(_dual_theory(chain["eta"], G, dual_rule))
+        return cls(dual_rule=dual_rule, hinge=hinge, pipelined=pipelined, **chain)
 
     def init(self, info, key):
         del key
-        dtype = info.domain.center().dtype
-        return _LPMState(
-            block=_block_init(info.domain, dtype), dual=_dual_init(info.num_constraints, dtype), domain=info.domain
-        )
+        x0 = self.chain.init(info.domain)
+        n, dtype = info.num_constraints, x0.x.dtype
+        dual = _DualState(dual=jnp.zeros((n,), dtype), viol_sum=jnp.zeros((n,), dtype))
+        return _LPMState(chain=x0, dual=dual, domain=info.domain)
 
     def decide(self, state):
-        return state.block.x
+        return state.chain.x
 
-    def update(self, state, x, feedback):
+    def _loss_scale(self) -> Any:
+        return 1.0 if self.dual_rule == "lagrangian" else self.V
+
+    def first_order(self, state, x, feedback):
+        """``V grad f_t + sum_n lambda^n d[g_t^n]_+`` at ``x``, and the violations ``[g_t(x)]_+``."""
         g = feedback.constraints(x)
         J = feedback.constraints_jacobian(x).reshape(g.shape[0], x.size)
         if self.hinge:
             J = jnp.where((g > 0)[:, None], J, 0.0)
             g = jnp.maximum(g, 0.0)
-        grad = _loss_scale(self) * feedback.grad(x) + (state.dual.dual @ J).reshape(x.shape)
-        block, end = _block_step(self, state.block, grad, state.domain, self.eps)
-        return _LPMState(block=block, dual=_dual_step(self, state.dual, g.astype(x.dtype), end), domain=state.domain)
+        grad = self._loss_scale() * feedback.grad(x) + (state.dual.dual @ J).reshape(x.shape)
+        return grad, g.astype(x.dtype)
+
+    def zeroth_order(self, state, feedback):
+        """``V f_t + <lambda, [g_t]_+>`` at the played point, and the violations ``[g_t]_+`` there."""
+        g = feedback.constraints
+        h = jnp.maximum(g, 0.0) if self.hinge else g
+        value = self._loss_scale() * feedback.loss + jnp.dot(state.dual.dual, h)
+        return value, h.astype(state.chain.x.dtype)
+
+    def step(self, state, grad, aux):
+        """The chain's step on ``grad``; the block's violations ``aux`` summed and, at its end, the dual rule."""
+        chain, end = self.chain.step(state.chain, grad, state.domain, self.eps)
+        s = state.dual.viol_sum + aux
+        lam = state.dual.dual
+        if self.dual_rule == "lagrangian":  # lambda <- [lambda + mu sum_t ([g_t]_+ - delta mu lambda)]_+
+            new = regularised_dual_ascent(lam, s, self.mu, self.block_size * self.dual_reg)
+        else:  # Q <- [Q + sum_t g_t]_+
+            new = drift_plus_penalty(lam, s)
+        new = new.astype(lam.dtype)
+        dual = _DualState(dual=jnp.where(end, new, lam), viol_sum=jnp.where(end, jnp.zeros_like(s), s))
+        return _LPMState(chain=chain, dual=dual, domain=state.domain)
 
     def diagnostics(self, state):
-        return {"oracle_calls": state.block.oracle_calls, "dual": state.dual.dual}
+        return {"oracle_calls": state.chain.oracle_calls, "dual": state.dual.dual}
 
 
-class _LBPMState(eqx.Module):
-    bandit: _BanditState
-    dual: _DualState
-
-
-class LBPM(AbstractLearner):
+class LBPM(AbstractOnePointBanditLearner):
     """LBPM (reconstructed): bandit LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 5).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked
-    against it; they are :class:`LPM` with the bandit machinery of :class:`LOOBBGD` (spec ``baselines.md``
+    against it; they are :class:`LPM` wrapped in the one-point bandit adapter
+    :class:`~ocokit.algorithms._bandit.OnePointBandit`, as :class:`LOOBBGD` wraps LOO-BOGD (spec ``baselines.md``
     §2.3). Do not cite results of this class as the authors' algorithm.
 
     Update (block m, round t; ``u_t`` uniform on S^{n-1}; only values are observed)::
@@ -278,12 +275,32 @@ class LBPM(AbstractLearner):
     pipelined: bool = eqx.field(static=True, default=False)
     max_outer_iter: int = eqx.field(static=True, default=1000)
     max_fw_iter: int = eqx.field(static=True, default=1000)
-    feedback: ClassVar[FeedbackKind] = BANDIT
     reconstructed: ClassVar[bool] = True
 
     def __check_init__(self):
-        _check_common(self)
-        _check_dual(self)
+        _checks.positive("delta", self.delta)
+        if self.eps is not None:
+            _checks.positive("eps", self.eps)
+        _ = self.bandit  # building LPM checks the chain's and the dual's parameters
+
+    @property
+    def bandit(self) -> OnePointBandit:
+        """:class:`LPM` over the shrunk set, with ``eps = delta^2 / 3`` unless given, on one-point estimates."""
+        inner = LPM(
+            eta=self.eta,
+            eps=self.delta**2 / 3.0 if self.eps is None else self.eps,
+            block_size=self.block_size,
+            mu=self.mu,
+            dual_reg=self.dual_reg,
+            V=self.V,
+            dual_rule=self.dual_rule,
+            hinge=self.hinge,
+            radius=self.radius,
+            pipelined=self.pipelined,
+            max_outer_iter=self.max_outer_iter,
+            max_fw_iter=self.max_fw_iter,
+        )
+        return OnePointBandit(inner, self.delta)
 
     @classmethod
     def from_theory(
@@ -297,34 +314,26 @@ class LBPM(AbstractLearner):
         pipelined: bool = False,
         eta_constant: float = 1.0,
         block_constant: float | None = None,
-    ) -> LBPM:
+        loss_bound: float | None = None,
+        constraint_bound: float | None = None,
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+        inner_radius: float | None = None,
+    ) -> "LBPM":
         """Reconstructed theory parameters (spec §2.3, "by analogy with Theorem 11"; not read in the paper).
 
         ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}`` clipped to [1, T], ``delta = c T^{-1/4}``
         capped at ``r/2`` (``c`` defaults to ``20 R sqrt(nM)``), ``M = max(loss_bound, constraint_bound)``
         (rescalable as in :meth:`LOOBBGD.from_theory`), and the dual parameters of :meth:`LPM.from_theory`.
+        Each constant can be passed by name.
         """
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
-        who = cls.__name__
-        M = max(_constant(info, "loss_bound", who), _constant(info, "constraint_bound", who))
-        chain = _bandit_theory(info, radius, c, eta_constant, block_constant, M)
-        return _with_dual_theory(cls, info, chain, dual_rule=dual_rule, hinge=hinge, pipelined=pipelined)
-
-    def init(self, info, key):
-        bandit = _bandit_init(info.domain, self.delta, key)
-        return _LBPMState(bandit=bandit, dual=_dual_init(info.num_constraints, bandit.u.dtype))
-
-    def decide(self, state):
-        return _bandit_play(state.bandit)
-
-    def update(self, state, x, feedback):
-        del x
-        g = feedback.constraints
-        h = jnp.maximum(g, 0.0) if self.hinge else g
-        # one-point estimates of f_t and of the weighted [g_t]_+ at the played point
-        value = _loss_scale(self) * feedback.loss + jnp.dot(state.dual.dual, h)
-        bandit, end = _bandit_step(self, state.bandit, value)
-        return _LBPMState(bandit=bandit, dual=_dual_step(self, state.dual, h.astype(bandit.u.dtype), end))
-
-    def diagnostics(self, state):
-        return {"oracle_calls": state.bandit.block.oracle_calls, "dual": state.dual.dual}
+        who = f"{cls.__name__}.from_theory"
+        M = max(info.require("loss_bound", who, loss_bound), info.require("constraint_bound", who, constraint_bound))
+        chain = bandit_theory(info, who, radius, c, eta_constant, block_constant, M, inner_radius)
+        G = max(
+            info.require("grad_bound", who, grad_bound),
+            info.require("constraint_grad_bound", who, constraint_grad_bound),
+        )
+        chain.update(_dual_theory(chain["eta"], G, dual_rule))
+        return cls(dual_rule=dual_rule, hinge=hinge, pipelined=pipelined, **chain)

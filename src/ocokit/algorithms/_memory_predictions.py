@@ -121,16 +121,11 @@ def _eta(config: Any, r: Array) -> Array:
     return config.eta / jnp.maximum(r, 1)
 
 
-def _check_common(config: Any, estimators: tuple[str, ...]) -> None:
-    _checks.positive("eta", config.eta)
-    _checks.positive("delta", config.delta)
-    half_width = _checks._concrete(config.half_width)  # nan = Definition 1's value
-    if half_width is not None:
-        _checks.positive("half_width", half_width[~np.isnan(half_width)])
-    smoothing_law(config.law)
-    _checks.one_of("estimator", config.estimator, estimators)
-    _checks.one_of("init_perturb", config.init_perturb, _INIT_PERTURB)
-    _checks.one_of("eta_decay", config.eta_decay, _ETA_DECAYS)
+def _check_half_width(half_width: Any) -> None:
+    """``half_width > 0`` where given (``nan`` stands for Definition 1's value)."""
+    arr = _checks._concrete(half_width)
+    if arr is not None:
+        _checks.positive("half_width", arr[~np.isnan(arr)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -208,7 +203,13 @@ class BanditOCOMemory(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = ZEROTH_ORDER
 
     def __check_init__(self):
-        _check_common(self, _ESTIMATORS)
+        _checks.positive("eta", self.eta)
+        _checks.positive("delta", self.delta)
+        _check_half_width(self.half_width)
+        smoothing_law(self.law)
+        _checks.one_of("estimator", self.estimator, _ESTIMATORS)
+        _checks.one_of("init_perturb", self.init_perturb, _INIT_PERTURB)
+        _checks.one_of("eta_decay", self.eta_decay, _ETA_DECAYS)
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, **options: Any) -> BanditOCOMemory:
@@ -216,9 +217,7 @@ class BanditOCOMemory(AbstractLearner):
 
         Needs ``constants.strong_convexity = mu > 0``; ``options`` are passed on (``law``, ``x0``, ...).
         """
-        mu = info.constants.strong_convexity
-        if not (math.isfinite(mu) and mu > 0):
-            raise ValueError("BanditOCOMemory.from_theory needs the problem constant strong_convexity > 0")
+        mu = info.require("strong_convexity", "BanditOCOMemory.from_theory")
         return cls(eta=1.0 / mu, delta=1.0 / math.sqrt(info.horizon), **options)
 
     def init(self, info, key):
@@ -366,7 +365,13 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
 
     def __check_init__(self):
         _checks.positive_int("window", self.window)
-        _check_common(self, _ALG1_ESTIMATORS)
+        _checks.positive("eta", self.eta)
+        _checks.positive("delta", self.delta)
+        _check_half_width(self.half_width)
+        smoothing_law(self.law)
+        _checks.one_of("estimator", self.estimator, _ALG1_ESTIMATORS)
+        _checks.one_of("init_perturb", self.init_perturb, _INIT_PERTURB)
+        _checks.one_of("eta_decay", self.eta_decay, _ETA_DECAYS)
         _checks.positive("alpha", self.alpha)
         _checks.positive("delta_prime", self.delta_prime)
 
@@ -378,12 +383,8 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
         ``R^{dh}``, Assumption 1); ``delta_prime`` is "small" in Theorem 2 (its floor vanishes as
         ``delta' -> 0``); ``options`` are passed on.
         """
-        mu, beta = info.constants.strong_convexity, info.constants.smoothness
-        if not (math.isfinite(mu) and mu > 0 and math.isfinite(beta) and beta > 0):
-            raise ValueError(
-                "OCOMemoryLimitedPredictions.from_theory needs the problem constants strong_convexity > 0 "
-                "and smoothness"
-            )
+        mu = info.require("strong_convexity", "OCOMemoryLimitedPredictions.from_theory")
+        beta = info.require("smoothness", "OCOMemoryLimitedPredictions.from_theory")
         return cls(
             window=window,
             eta=1.0 / mu,

@@ -257,9 +257,7 @@ class Hedge(AbstractLearner):
             **overrides: any other constructor argument (``nu``, ``decay``, or ``eta`` itself).
         """
         EntropicGeometry().check_domain(info.domain)
-        F = info.constants.grad_bound if grad_bound is None else grad_bound
-        if not math.isfinite(F) or F <= 0:
-            raise ValueError(f"Hedge.from_theory needs a positive grad_bound (F), got {F}")
+        F = info.require("grad_bound", "Hedge.from_theory", grad_bound)
         d = info.domain.shape[0]
         eta = math.sqrt(2 * math.log(d) / info.horizon) / F
         return cls(**{"eta": eta, **overrides})

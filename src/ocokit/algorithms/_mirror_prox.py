@@ -1,14 +1,16 @@
 """Online primal-dual mirror prox (Qiu and Wei 2020, paper 004): Algorithm 1 and its simplex version.
 
-Both learners share one round, written once here (:func:`_dual_update`, :func:`_round`): a virtual-queue
-update, then two Bregman prox steps from the same prox centre with the same ``alpha_t`` and the same
-linearised constraints, the first with the previous round's gradient (optimistic, played), the second
-with the fresh one (the next centre). The prox steps are the geometries of
-:mod:`ocokit.algorithms._mirror`.
+Both learners share one round, written once on their abstract class :class:`AbstractMirrorProx`: a
+virtual-queue update (:func:`~ocokit.algorithms._queues.mirror_prox_queue`), then two Bregman prox steps
+from the same prox centre with the same ``alpha_t`` and the same linearised constraints, the first with
+the previous round's gradient (optimistic, played), the second with the fresh one (the next centre). The
+prox steps are the geometries of :mod:`ocokit.algorithms._mirror`; each learner gives only its bound on
+``alpha_t`` (Theorem 4.1 or 6.1) and its prox centre.
 """
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -26,7 +28,9 @@ from ocokit.algorithms._mirror import (
     EuclideanGeometry,
     mix_uniform,
 )
+from ocokit.algorithms._queues import mirror_prox_queue
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+from ocokit.sets import AbstractSet
 
 
 def _optional_array(value: Any) -> Array | None:
@@ -46,22 +50,6 @@ class _MirrorProxState(eqx.Module):
     domain: Any  # X_0, from the learner's info
 
 
-def _dual_update(learner, queue, alpha_prev, g, J, rule: str):
-    """``Q(t)``, ``alpha_t`` and ``c_t`` from ``Q(t-1)``, ``alpha_{t-1}``, ``g(x_{t-1})`` and its Jacobian."""
-    gamma, eta = learner.gamma, learner.eta
-    Lf, Lg, G, H = learner.L_f, learner.L_g, learner.G, learner.H
-    Q = jnp.maximum(-gamma * g, queue + gamma * g)  # Line 3 (not [Q + gamma g]_+; spec P1)
-    w = Q + gamma * g  # w_k(t) >= 0 (eq. 13)
-    xi = gamma * Lg * jnp.sum(jnp.abs(Q)) + gamma**2 * (Lg * G + H**2)  # eq. (6)
-    if rule == "alg1":  # Theorem 4.1
-        a = (2.0 / learner.rho) * (gamma**2 * Lg * G + eta * Lf**2 + 1.0 / eta + xi)
-    else:  # Theorem 6.1: constants 3/3/2/3 and no rho
-        a = 3.0 * (eta * Lf**2 + gamma**2 * Lg * G) + 2.0 / eta + 3.0 * xi
-    alpha = jnp.maximum(a, alpha_prev)
-    c = gamma * jnp.tensordot(w, J, axes=1)  # gamma J(x_{t-1})^T w(t); both gammas matter (spec P2)
-    return Q, alpha, c
-
-
 def _constraints_at(fn, x, K: int):
     """``g(x)`` and its Jacobian (``(K,)``, ``(K, *x.shape)``) from a known constraint function, or zeros."""
     if fn is None:
@@ -70,107 +58,171 @@ def _constraints_at(fn, x, K: int):
     return g, jnp.reshape(jax.jacrev(fn)(x), (K, *x.shape)).astype(x.dtype)
 
 
-def _init(learner, info, x0, nu, rule: str) -> _MirrorProxState:
-    domain, K = info.domain, info.num_constraints
-    dtype = x0.dtype
-    if learner.known_constraints is not None:
-        shape = jax.eval_shape(learner.known_constraints, x0).shape
-        if math.prod(shape) != K:
-            raise ValueError(f"known_constraints must return the problem's {K} values, got shape {shape}")
-    g0, J0 = _constraints_at(learner.known_constraints, x0, K)
-    grad0 = jnp.zeros_like(x0) if learner.grad0 is None else jnp.broadcast_to(learner.grad0, x0.shape)
-    grad0 = grad0.astype(dtype)
-    Q, alpha, c = _dual_update(learner, jnp.zeros((K,), dtype), jnp.zeros((), dtype), g0, J0, rule)
-    center = x0 if nu is None else mix_uniform(domain, x0, nu)
-    x1 = learner.geometry.prox(domain, center, grad0 + c, alpha)  # Line 4 at t = 1
-    return _MirrorProxState(
-        x=x1.astype(dtype),
-        x_tilde=x0,
-        center=center.astype(dtype),
-        grad_prev=grad0,
-        g_prev=g0,
-        queue=Q.astype(dtype),
-        alpha=alpha.astype(dtype),
-        c=c.astype(dtype),
-        t=jnp.asarray(0, jnp.int32),
-        domain=domain,
-    )
-
-
-def _round(learner, state: _MirrorProxState, x, feedback, nu, rule: str) -> _MirrorProxState:
-    """Lines 6-7 of round t (fresh gradient, x~_{t+1}), then Lines 3-4 of round t + 1 (Q, alpha, x_{t+1})."""
-    domain = state.domain
-    dtype = state.x.dtype
-    K = state.queue.shape[0]
-    grad = feedback.grad(x).astype(dtype)  # grad f^t(x_t): revealed after x_t is played, queried once
-    x_tilde = learner.geometry.prox(domain, state.center, grad + state.c, state.alpha)  # Line 7, centre x~_t
-    g = jnp.reshape(feedback.constraints(x), (K,)).astype(dtype)  # g(x_t), used in round t + 1
-    J = jnp.reshape(feedback.constraints_jacobian(x), (K, *x.shape)).astype(dtype)
-    Q, alpha, c = _dual_update(learner, state.queue, state.alpha, g, J, rule)
-    center = x_tilde if nu is None else mix_uniform(domain, x_tilde, nu)
-    x_next = learner.geometry.prox(domain, center, grad + c, alpha)  # Line 4 of round t + 1
-    return _MirrorProxState(
-        x=x_next.astype(dtype),
-        x_tilde=x_tilde.astype(dtype),
-        center=center.astype(dtype),
-        grad_prev=grad,
-        g_prev=g,
-        queue=Q.astype(dtype),
-        alpha=alpha.astype(dtype),
-        c=c.astype(dtype),
-        t=state.t + 1,
-        domain=domain,
-    )
-
-
-def _check_common(learner) -> None:
-    """Validate the fields both learners have: ``gamma, eta > 0``, ``L_f, L_g, G, H >= 0``, ``known_constraints``."""
-    _checks.positive("gamma", learner.gamma)
-    _checks.positive("eta", learner.eta)
-    for name in ("L_f", "L_g", "G", "H"):
-        _checks.nonnegative(name, getattr(learner, name))
-    if learner.known_constraints is not None and not callable(learner.known_constraints):
-        raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
-
-
 def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, grad_bound, name: str) -> dict[str, float]:
     """``eta``, ``gamma``, ``L_f``, ``L_g``, ``G``, ``H`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}`` (spec P9, P12).
 
     The constructor arguments the two learners' ``from_theory`` share (``name`` is the class, for errors).
+    Problem constants are read with :meth:`ProblemInfo.require`: ``L_f`` overrides ``smoothness`` and
+    ``grad_bound`` overrides ``grad_bound``; ``G`` and ``H`` are sums over the K constraints, given
+    directly or bounded by ``K constraint_bound`` and ``K constraint_grad_bound``.
     """
-    consts, K, T = info.constants, info.num_constraints, info.horizon
-
-    def known(value, fallback, label):
-        value = fallback if value is None else value
-        if value is None or not math.isfinite(value):
-            raise ValueError(f"{name}.from_theory needs {label}; pass it or give the problem's constants")
-        _checks.nonnegative(label, value)
-        return float(value)
-
-    L_f = known(L_f, consts.smoothness, "L_f (Lipschitz constant of grad f^t)")
-    if K == 0:
-        fallback_Lg, fallback_G, fallback_H = 0.0, 0.0, 0.0
-    else:
-        fallback_Lg = getattr(consts, "constraint_smoothness", None)
-        fallback_G, fallback_H = K * consts.constraint_bound, K * consts.constraint_grad_bound
-    L_g = known(L_g, fallback_Lg, "L_g (Lipschitz constant of every grad g_k)")
-    G = known(G, fallback_G, "G (bound on sum_k |g_k(x)|)")
-    H = known(H, fallback_H, "H (sum_k of the Lipschitz constants of g_k)")
-    if variation is None:
-        F = consts.grad_bound if grad_bound is None else grad_bound
-        if not math.isfinite(F):
-            raise ValueError(
-                f"{name}.from_theory needs variation (an upper bound on V_*(T)) or grad_bound F for 4 F^2 T"
+    K, T = info.num_constraints, info.horizon
+    who = f"{name}.from_theory"
+    L_f = info.require(
+        "smoothness", f"{who} (L_f, the Lipschitz constant of grad f^t)", L_f, allow_zero=True, argument="L_f"
+    )
+    if L_g is None and K > 0:
+        raise ValueError(f"{who} needs L_g (the Lipschitz constant of every grad g_k) when K = {K} > 0: pass L_g=...")
+    L_g = 0.0 if L_g is None else L_g
+    if G is None:
+        G = (
+            0.0
+            if K == 0
+            else K * info.require("constraint_bound", f"{who} (G <= K constraint_bound)", allow_zero=True, argument="G")
+        )
+    if H is None:
+        H = (
+            0.0
+            if K == 0
+            else K
+            * info.require(
+                "constraint_grad_bound", f"{who} (H <= K constraint_grad_bound)", allow_zero=True, argument="H"
             )
+        )
+    for label, value in (("L_g", L_g), ("G", G), ("H", H)):
+        _checks.nonnegative(label, value)
+    if variation is None:
+        F = info.require("grad_bound", f"{who} (variation = 4 F^2 T)", grad_bound, allow_zero=True)
         variation = 4.0 * F**2 * T
     _checks.nonnegative("variation", variation)
     M = max(float(variation), L_f**2)
     if M <= 0:
         raise ValueError("max{variation, L_f^2} must be > 0 (spec P8): give a positive L_f or variation")
-    return {"gamma": M**0.25, "eta": M**-0.5, "L_f": L_f, "L_g": L_g, "G": G, "H": H}
+    return {"gamma": M**0.25, "eta": M**-0.5, "L_f": L_f, "L_g": float(L_g), "G": float(G), "H": float(H)}
 
 
-class MirrorProx(AbstractLearner):
+class AbstractMirrorProx(AbstractLearner):
+    """Online primal-dual mirror prox (Qiu and Wei 2020, paper 004): the round of Algorithms 1 and 2.
+
+    Round t (``Q(0) = 0``, ``alpha_0 = 0``), with the prox step ``P(y, h, alpha)`` of ``geometry`` and the
+    prox centre ``y_t = center(x~_t)`` (``x~_t`` itself in Algorithm 1, the uniform mixing of Algorithm 2)::
+
+        Q_k(t)   = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }            (Line 3)
+        c_t      = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})             (eq. 13)
+        xi_t     = gamma L_g ||Q(t)||_1 + gamma^2 (L_g G + H^2)                             (eq. 6)
+        alpha_t  = max{ alpha_bound(xi_t), alpha_{t-1} }                                    (Thm 4.1 / 6.1)
+        x_t      = P(y_t, grad f^{t-1}(x_{t-1}) + c_t, alpha_t)     -> played
+        x~_{t+1} = P(y_t, grad f^t(x_t) + c_t, alpha_t)
+
+    The queue is :func:`~ocokit.algorithms._queues.mirror_prox_queue`. A concrete learner declares the
+    fields below, its ``geometry``, ``alpha_bound`` (the theorem's lower bound on ``alpha_t``) and
+    ``prox_center``; ``init`` computes ``x_0`` and calls :meth:`initial_state`. Each field is validated
+    here: ``gamma, eta > 0``, ``L_f, L_g, G, H >= 0``, ``known_constraints`` a function or ``None``.
+
+    References:
+        S. Qiu and X. Wei. Beyond O(sqrt(T)) regret for constrained online optimization: gradual variations
+        and mirror prox. Preprint, June 23, 2020.
+    """
+
+    gamma: eqx.AbstractVar[Float[Array, ""]]
+    eta: eqx.AbstractVar[Float[Array, ""]]
+    L_f: eqx.AbstractVar[Float[Array, ""]]
+    L_g: eqx.AbstractVar[Float[Array, ""]]
+    G: eqx.AbstractVar[Float[Array, ""]]
+    H: eqx.AbstractVar[Float[Array, ""]]
+    grad0: eqx.AbstractVar[Array | None]
+    known_constraints: eqx.AbstractVar[Callable[[Array], Array] | None]
+    geometry: eqx.AbstractVar[AbstractMirrorGeometry]
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _checks.positive("gamma", self.gamma)
+        _checks.positive("eta", self.eta)
+        _checks.nonnegative("L_f", self.L_f)
+        _checks.nonnegative("L_g", self.L_g)
+        _checks.nonnegative("G", self.G)
+        _checks.nonnegative("H", self.H)
+        if self.known_constraints is not None and not callable(self.known_constraints):
+            raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
+
+    @abc.abstractmethod
+    def alpha_bound(self, xi: Array) -> Array:
+        """The theorem's lower bound on ``alpha_t`` given ``xi_t`` (before the running maximum)."""
+
+    @abc.abstractmethod
+    def prox_center(self, domain: AbstractSet, x_tilde: Array) -> Array:
+        """The prox centre ``y_t`` of both steps of round t from ``x~_t``."""
+
+    def _dual_update(self, queue, alpha_prev, g, J):
+        """``Q(t)``, ``alpha_t`` and ``c_t`` from ``Q(t-1)``, ``alpha_{t-1}``, ``g(x_{t-1})`` and its Jacobian."""
+        gamma = self.gamma
+        Q = mirror_prox_queue(queue, g, gamma)  # Line 3 (not [Q + gamma g]_+; spec P1)
+        w = Q + gamma * g  # w_k(t) >= 0 (eq. 13)
+        xi = gamma * self.L_g * jnp.sum(jnp.abs(Q)) + gamma**2 * (self.L_g * self.G + self.H**2)  # eq. (6)
+        alpha = jnp.maximum(self.alpha_bound(xi), alpha_prev)
+        c = gamma * jnp.tensordot(w, J, axes=1)  # gamma J(x_{t-1})^T w(t); both gammas matter (spec P2)
+        return Q, alpha, c
+
+    def initial_state(self, info: ProblemInfo, x0: Array) -> _MirrorProxState:
+        """The state before round 1 from ``x_0 = x~_1``: ``Q(1)``, ``alpha_1``, ``c_1`` and ``x_1`` (Line 4)."""
+        domain, K = info.domain, info.num_constraints
+        dtype = x0.dtype
+        if self.known_constraints is not None:
+            shape = jax.eval_shape(self.known_constraints, x0).shape
+            if math.prod(shape) != K:
+                raise ValueError(f"known_constraints must return the problem's {K} values, got shape {shape}")
+        g0, J0 = _constraints_at(self.known_constraints, x0, K)
+        grad0 = jnp.zeros_like(x0) if self.grad0 is None else jnp.broadcast_to(self.grad0, x0.shape)
+        grad0 = grad0.astype(dtype)
+        Q, alpha, c = self._dual_update(jnp.zeros((K,), dtype), jnp.zeros((), dtype), g0, J0)
+        center = self.prox_center(domain, x0)
+        x1 = self.geometry.prox(domain, center, grad0 + c, alpha)  # Line 4 at t = 1
+        return _MirrorProxState(
+            x=x1.astype(dtype),
+            x_tilde=x0,
+            center=center.astype(dtype),
+            grad_prev=grad0,
+            g_prev=g0,
+            queue=Q.astype(dtype),
+            alpha=alpha.astype(dtype),
+            c=c.astype(dtype),
+            t=jnp.asarray(0, jnp.int32),
+            domain=domain,
+        )
+
+    def decide(self, state):
+        return state.x
+
+    def update(self, state, x, feedback):
+        """Lines 6-7 of round t (fresh gradient, x~_{t+1}), then Lines 3-4 of round t + 1 (Q, alpha, x_{t+1})."""
+        domain = state.domain
+        dtype = state.x.dtype
+        K = state.queue.shape[0]
+        grad = feedback.grad(x).astype(dtype)  # grad f^t(x_t): revealed after x_t is played, queried once
+        x_tilde = self.geometry.prox(domain, state.center, grad + state.c, state.alpha)  # Line 7
+        g = jnp.reshape(feedback.constraints(x), (K,)).astype(dtype)  # g(x_t), used in round t + 1
+        J = jnp.reshape(feedback.constraints_jacobian(x), (K, *x.shape)).astype(dtype)
+        Q, alpha, c = self._dual_update(state.queue, state.alpha, g, J)
+        center = self.prox_center(domain, x_tilde)
+        x_next = self.geometry.prox(domain, center, grad + c, alpha)  # Line 4 of round t + 1
+        return _MirrorProxState(
+            x=x_next.astype(dtype),
+            x_tilde=x_tilde.astype(dtype),
+            center=center.astype(dtype),
+            grad_prev=grad,
+            g_prev=g,
+            queue=Q.astype(dtype),
+            alpha=alpha.astype(dtype),
+            c=c.astype(dtype),
+            t=state.t + 1,
+            domain=domain,
+        )
+
+    def diagnostics(self, state):
+        return {"oracle_calls": jnp.asarray(2, jnp.int32), "queue": state.queue, "alpha": state.alpha}
+
+
+class MirrorProx(AbstractMirrorProx):
     """Online Primal-Dual Mirror Prox (Qiu and Wei 2020, Algorithm 1) for fixed known constraints.
 
     Round t, with the prox step ``P(y, h, alpha) = argmin_{x in X_0} <h, x> + alpha D(x, y)`` of
@@ -241,15 +293,31 @@ class MirrorProx(AbstractLearner):
     L_g: Float[Array, ""] = hyperparameter()
     G: Float[Array, ""] = hyperparameter()
     H: Float[Array, ""] = hyperparameter()
-    rho: Float[Array, ""] = hyperparameter(default=1.0)
-    geometry: AbstractMirrorGeometry = eqx.field(static=True, default=EuclideanGeometry())
-    x0: Float[Array, "*shape"] | None = eqx.field(default=None, converter=_optional_array)
-    grad0: Float[Array, "*shape"] | None = eqx.field(default=None, converter=_optional_array)
-    known_constraints: Callable[[Array], Array] | None = None
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    rho: Float[Array, ""] = hyperparameter()
+    geometry: AbstractMirrorGeometry = eqx.field(static=True)
+    x0: Float[Array, "*shape"] | None = eqx.field(converter=_optional_array)
+    grad0: Float[Array, "*shape"] | None = eqx.field(converter=_optional_array)
+    known_constraints: Callable[[Array], Array] | None
+
+    def __init__(
+        self,
+        gamma: Any,
+        eta: Any,
+        L_f: Any,
+        L_g: Any,
+        G: Any,
+        H: Any,
+        rho: Any = 1.0,
+        geometry: AbstractMirrorGeometry = EuclideanGeometry(),
+        x0: Any = None,
+        grad0: Any = None,
+        known_constraints: Callable[[Array], Array] | None = None,
+    ):
+        self.gamma, self.eta, self.L_f, self.L_g, self.G, self.H = gamma, eta, L_f, L_g, G, H
+        self.rho, self.geometry, self.x0, self.grad0 = rho, geometry, x0, grad0
+        self.known_constraints = known_constraints
 
     def __check_init__(self):
-        _check_common(self)
         _checks.positive("rho", self.rho)
         if not isinstance(self.geometry, AbstractMirrorGeometry):
             raise ValueError(f"geometry must be a mirror geometry, got {type(self.geometry).__name__}")
@@ -296,19 +364,20 @@ class MirrorProx(AbstractLearner):
         self.geometry.check_domain(domain)
         c = domain.center()
         x0 = c if self.x0 is None else jnp.broadcast_to(self.x0, c.shape).astype(c.dtype)
-        return _init(self, info, x0, None, "alg1")
+        return self.initial_state(info, x0)
 
-    def decide(self, state):
-        return state.x
+    def alpha_bound(self, xi):
+        """Theorem 4.1: ``(2 / rho)(gamma^2 L_g G + eta L_f^2 + 1 / eta + xi_t)``."""
+        gamma, eta = self.gamma, self.eta
+        return (2.0 / self.rho) * (gamma**2 * self.L_g * self.G + eta * self.L_f**2 + 1.0 / eta + xi)
 
-    def update(self, state, x, feedback):
-        return _round(self, state, x, feedback, None, "alg1")
+    def prox_center(self, domain, x_tilde):
+        """Algorithm 1 centres both steps at ``x~_t`` itself."""
+        del domain
+        return x_tilde
 
-    def diagnostics(self, state):
-        return {"oracle_calls": jnp.asarray(2, jnp.int32), "queue": state.queue, "alpha": state.alpha}
 
-
-class SimplexMirrorProx(AbstractLearner):
+class SimplexMirrorProx(AbstractMirrorProx):
     """Online Primal-Dual Mirror Prox on the probability simplex (Qiu and Wei 2020, Algorithm 2).
 
     Algorithm 1 with the KL divergence, plus a uniform mixing of the prox centre. Round t::
@@ -367,13 +436,26 @@ class SimplexMirrorProx(AbstractLearner):
     L_g: Float[Array, ""] = hyperparameter()
     G: Float[Array, ""] = hyperparameter()
     H: Float[Array, ""] = hyperparameter()
-    grad0: Float[Array, " d"] | None = eqx.field(default=None, converter=_optional_array)
-    known_constraints: Callable[[Array], Array] | None = None
+    grad0: Float[Array, " d"] | None = eqx.field(converter=_optional_array)
+    known_constraints: Callable[[Array], Array] | None
     geometry: ClassVar[AbstractMirrorGeometry] = EntropicGeometry()
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __init__(
+        self,
+        gamma: Any,
+        eta: Any,
+        nu: Any,
+        L_f: Any,
+        L_g: Any,
+        G: Any,
+        H: Any,
+        grad0: Any = None,
+        known_constraints: Callable[[Array], Array] | None = None,
+    ):
+        self.gamma, self.eta, self.nu, self.L_f, self.L_g, self.G, self.H = gamma, eta, nu, L_f, L_g, G, H
+        self.grad0, self.known_constraints = grad0, known_constraints
 
     def __check_init__(self):
-        _check_common(self)
         _checks.in_closed_interval("nu", self.nu, 0.0, 1.0)
         _checks.positive("nu", self.nu)
 
@@ -409,13 +491,13 @@ class SimplexMirrorProx(AbstractLearner):
     def init(self, info, key):
         del key
         self.geometry.check_domain(info.domain)
-        return _init(self, info, info.domain.center(), self.nu, "alg2")
+        return self.initial_state(info, info.domain.center())
 
-    def decide(self, state):
-        return state.x
+    def alpha_bound(self, xi):
+        """Theorem 6.1: ``3 (eta L_f^2 + gamma^2 L_g G) + 2 / eta + 3 xi_t`` (constants 3/3/2/3, no rho)."""
+        gamma, eta = self.gamma, self.eta
+        return 3.0 * (eta * self.L_f**2 + gamma**2 * self.L_g * self.G) + 2.0 / eta + 3.0 * xi
 
-    def update(self, state, x, feedback):
-        return _round(self, state, x, feedback, self.nu, "alg2")
-
-    def diagnostics(self, state):
-        return {"oracle_calls": jnp.asarray(2, jnp.int32), "queue": state.queue, "alpha": state.alpha}
+    def prox_center(self, domain, x_tilde):
+        """Algorithm 2, Line 3: ``y~_t = (1 - nu) x~_t + nu / d`` (:func:`mix_uniform`)."""
+        return mix_uniform(domain, x_tilde, self.nu)

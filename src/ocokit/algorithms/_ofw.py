@@ -1,8 +1,8 @@
 """The online Frank-Wolfe family: classic OFW (Hazan-Kale 2012), OFW with line search and SC-OFW (paper 001).
 
-All three play one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen
-so far, through the shared :func:`ocokit.algorithms._fw.fw_step` (one warm-started LMO call per round, no
-projection). They differ only in the surrogate and in the step size:
+All three hold an :class:`~ocokit.algorithms._ofw_player.OFWPlayer` (declared on :class:`AbstractOFW`) that
+plays one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen so far
+(one warm-started LMO call per round, no projection). They differ only in the player's step rule:
 
 * :class:`OFW`: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying step
   ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3);
@@ -11,10 +11,7 @@ projection). They differ only in the surrogate and in the step size:
   search (paper 001, Algorithm 2).
 """
 
-from __future__ import annotations
-
-import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -22,96 +19,37 @@ from jaxtyping import Array
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._fw import fw_step
+from ocokit.algorithms._ofw_player import OFWPlayer
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 
-def _diameter_and_grad_bound(info: ProblemInfo, who: str) -> tuple[float, float]:
-    """``(D, G)`` as Python floats, or ``ValueError`` naming the missing constant."""
-    D = float(info.domain.diameter)
-    G = float(info.constants.grad_bound)
-    if not (math.isfinite(G) and G > 0):
-        raise ValueError(f"{who}.from_theory needs the problem constant grad_bound (> 0), got {G}")
-    if not (math.isfinite(D) and D > 0):
-        raise ValueError(f"{who}.from_theory needs a bounded domain (diameter > 0), got {D}")
-    return D, G
+class AbstractOFW(AbstractLearner):
+    """An online Frank-Wolfe learner: its player (a part) is the whole state; init/decide/diagnostics once.
 
+    A final subclass declares ``player`` (the step rule) and writes ``update``, feeding the player the
+    round's gradient with its own parameters.
+    """
 
-class _OFWState(eqx.Module):
-    """State shared by OFW and OFWLineSearch: ``c_t = eta S_t + 2 (x_t - x_1)`` is rebuilt from it."""
-
-    x: Array  # x_t, the decision to play
-    x1: Array  # x_1, the centre of the regulariser
-    grad_sum: Array  # S_t = sum_{tau <= t} grad f_tau(x_tau)
-    t: Array  # rounds absorbed so far
-    lmo_state: Any  # the set's warm-start LMO state
-    gap: Array  # FW gap <c_t, x_t - v_t> of the last step
-    sigma: Array  # step sigma_t of the last step
-    lmo_iterations: Array  # inner iterations of the last LMO call
-    domain: Any  # K, from the learner's info
-
-
-def _ofw_init(info: ProblemInfo) -> _OFWState:
-    domain = info.domain
-    x1 = domain.center()
-    zero = jnp.zeros((), dtype=x1.dtype)
-    return _OFWState(
-        x=x1,
-        x1=x1,
-        grad_sum=jnp.zeros_like(x1),
-        t=jnp.asarray(0, jnp.int32),
-        lmo_state=domain.lmo_init(),
-        gap=zero,
-        sigma=zero,
-        lmo_iterations=jnp.asarray(0, jnp.int32),
-        domain=domain,
-    )
-
-
-def _ofw_update(state: _OFWState, x, feedback, eta, *, beta=None, sigma=None, lagged=False) -> _OFWState:
-    domain = state.domain
-    grad_sum = state.grad_sum + feedback.grad(x)
-    S = state.grad_sum if lagged else grad_sum  # S_{t-1} (lagged reading) or S_t (eq. 3)
-    c = eta * S + 2.0 * (x - state.x1)  # grad F_t(x_t), eq. (3) of 001
-    x_new, lmo_state, gap, step = fw_step(domain, c, x, state.lmo_state, beta=beta, sigma=sigma)
-    dtype = x.dtype
-    return _OFWState(
-        x=x_new.astype(dtype),
-        x1=state.x1,
-        grad_sum=grad_sum.astype(dtype),
-        t=state.t + 1,
-        lmo_state=lmo_state,
-        gap=jnp.asarray(gap, dtype),
-        sigma=jnp.asarray(step, dtype),
-        lmo_iterations=jnp.asarray(domain.lmo_calls(lmo_state), jnp.int32),
-        domain=domain,
-    )
-
-
-def _fw_diagnostics(state) -> dict[str, Array]:
-    return {
-        "oracle_calls": jnp.asarray(1, jnp.int32),
-        "lmo_iterations": state.lmo_iterations,
-        "fw_gap": state.gap,
-        "step": state.sigma,
-    }
-
-
-class _AbstractOFW(AbstractLearner):
-    """What OFW and OFW with line search share: the state, its start at ``x_1 = K.center()``, the test case."""
+    player: eqx.AbstractVar[OFWPlayer]
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def init(self, info, key):
         del key
-        return _ofw_init(info)
+        return self.player.init(info.domain)
 
     def decide(self, state):
         return state.x
 
     def diagnostics(self, state):
-        return _fw_diagnostics(state)
+        return {
+            "oracle_calls": jnp.asarray(1, jnp.int32),
+            "lmo_iterations": state.lmo_iterations,
+            "fw_gap": state.gap,
+            "step": state.sigma,
+        }
 
 
-class OFW(_AbstractOFW):
+class OFW(AbstractOFW):
     """OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
 
     Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
@@ -155,7 +93,7 @@ class OFW(_AbstractOFW):
     eta: Array = hyperparameter()
     sigma0: Array = hyperparameter(default=2.0)
     surrogate: str = eqx.field(static=True, default="current")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
@@ -164,24 +102,33 @@ class OFW(_AbstractOFW):
 
     @classmethod
     def from_theory(
-        cls, info: ProblemInfo, *, eta: float | None = None, sigma0: float = 2.0, surrogate: str = "current"
-    ) -> OFW:
+        cls,
+        info: ProblemInfo,
+        *,
+        eta: float | None = None,
+        sigma0: float = 2.0,
+        surrogate: str = "current",
+        grad_bound: float | None = None,
+        diameter: float | None = None,
+    ) -> "OFW":
         """Hazan (2016, Thm 7.3, as recalled in spec 001 §2.1): ``eta = D / (2 G T^{3/4})``, ``sigma0 = 2``.
 
-        Needs ``info.constants.grad_bound`` unless ``eta`` is given.
+        Needs the constant ``grad_bound`` (G; or pass ``grad_bound=``) and ``diameter`` (D) unless ``eta`` is
+        given.
         """
         if eta is None:
-            D, G = _diameter_and_grad_bound(info, cls.__name__)
+            who = f"{cls.__name__}.from_theory"
+            G = info.require("grad_bound", who, grad_bound)
+            D = info.require("diameter", who, diameter)
             eta = D / (2.0 * G * info.horizon**0.75)
         return cls(eta=eta, sigma0=sigma0, surrogate=surrogate)
 
     def update(self, state, x, feedback):
-        t = (state.t + 1).astype(x.dtype)
-        sigma = jnp.minimum(1.0, self.sigma0 / jnp.sqrt(t))
-        return _ofw_update(state, x, feedback, self.eta, sigma=sigma, lagged=self.surrogate == "previous")
+        lagged = self.surrogate == "previous"
+        return self.player.step(state, feedback.grad(x), x, eta=self.eta, sigma0=self.sigma0, lagged=lagged)
 
 
-class OFWLineSearch(_AbstractOFW):
+class OFWLineSearch(AbstractOFW):
     """OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
 
     Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
@@ -193,8 +140,8 @@ class OFWLineSearch(_AbstractOFW):
                 = clip(<c_t, x_t - v_t> / (2 ||v_t - x_t||^2), 0, 1)       (line 6; 0 when v_t = x_t)
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                (line 7)
 
-    Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``);
-    it is :func:`~ocokit.algorithms._fw.fw_step` with ``beta = 2``. ``x_1`` is ``K.center()``. One LMO call
+    Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``):
+    the player's ``"line_search"`` rule. ``x_1`` is ``K.center()``. One LMO call
     per round, warm-started (the LMO state is carried in the learner state), no projection.
 
     Source: paper 001 (``001_2fe8e4bf615c57d2.txt``), Algorithm 1, eq. (3), Lemma 1; spec ``paper001.md``
@@ -222,38 +169,33 @@ class OFWLineSearch(_AbstractOFW):
     """
 
     eta: Array = hyperparameter()
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    player: OFWPlayer = eqx.field(default=OFWPlayer("line_search"), init=False)
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None) -> OFWLineSearch:
-        """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (needs ``constants.grad_bound``)."""
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        eta: float | None = None,
+        grad_bound: float | None = None,
+        diameter: float | None = None,
+    ) -> "OFWLineSearch":
+        """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (needs ``grad_bound`` unless ``eta`` is given)."""
         if eta is None:
-            D, G = _diameter_and_grad_bound(info, cls.__name__)
+            who = f"{cls.__name__}.from_theory"
+            G = info.require("grad_bound", who, grad_bound)
+            D = info.require("diameter", who, diameter)
             eta = D / (2.0 * G * (info.horizon + 2) ** (2.0 / 3.0))
         return cls(eta=eta)
 
     def update(self, state, x, feedback):
-        return _ofw_update(state, x, feedback, self.eta, beta=2.0)
+        return self.player.step(state, feedback.grad(x), x, eta=self.eta)
 
 
-class _SCOFWState(eqx.Module):
-    """SC-OFW state, as running means so nothing grows with t (spec 001 §7.14)."""
-
-    x: Array  # x_t
-    grad_mean: Array  # S_t / t
-    point_mean: Array  # P_t / t = (1/t) sum_{tau <= t} x_tau
-    t: Array
-    lmo_state: Any
-    gap: Array  # FW gap of the last step, for F_t / t
-    sigma: Array
-    lmo_iterations: Array
-    domain: Any  # K, from the learner's info
-
-
-class SCOFW(AbstractLearner):
+class SCOFW(AbstractOFW):
     """SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
 
     Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``)::
@@ -264,8 +206,8 @@ class SCOFW(AbstractLearner):
         sigma_t = clip(<c_t, x_t - v_t> / (lam t ||v_t - x_t||^2), 0, 1)            (line 6; 0 if v_t = x_t)
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                        (line 7)
 
-    Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``):
-    :func:`~ocokit.algorithms._fw.fw_step` with ``beta = lam t``. The implementation divides ``F_t`` by t
+    Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the player's
+    ``"strongly_convex"`` rule. The implementation divides ``F_t`` by t
     (running means ``S_t / t`` and ``P_t / t``, ``beta = lam``), which leaves ``v_t`` and ``sigma_t``
     unchanged and avoids the cancellation in ``t x_t - P_t`` (spec §7.14). ``x_1`` is ``K.center()``.
     Anytime: no T, D or G is needed.
@@ -299,62 +241,15 @@ class SCOFW(AbstractLearner):
     """
 
     lam: Array = hyperparameter()
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    player: OFWPlayer = eqx.field(default=OFWPlayer("strongly_convex"), init=False)
 
     def __check_init__(self):
         _checks.positive("lam", self.lam)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, lam: float | None = None) -> SCOFW:
-        """Theorems 2 and 3 of paper 001: ``lam`` = the losses' modulus (``constants.strong_convexity``)."""
-        if lam is None:
-            lam = float(info.constants.strong_convexity)
-            if not (math.isfinite(lam) and lam > 0):
-                raise ValueError(
-                    f"SCOFW.from_theory needs strongly convex losses (constants.strong_convexity > 0), got {lam}"
-                )
-        return cls(lam=lam)
-
-    def init(self, info, key):
-        del key
-        domain = info.domain
-        x1 = domain.center()
-        zero = jnp.zeros((), dtype=x1.dtype)
-        return _SCOFWState(
-            x=x1,
-            grad_mean=jnp.zeros_like(x1),
-            point_mean=jnp.zeros_like(x1),
-            t=jnp.asarray(0, jnp.int32),
-            lmo_state=domain.lmo_init(),
-            gap=zero,
-            sigma=zero,
-            lmo_iterations=jnp.asarray(0, jnp.int32),
-            domain=domain,
-        )
-
-    def decide(self, state):
-        return state.x
+    def from_theory(cls, info: ProblemInfo, *, lam: float | None = None) -> "SCOFW":
+        """Theorems 2 and 3 of paper 001: ``lam`` = the losses' modulus (the constant ``strong_convexity``)."""
+        return cls(lam=info.require("strong_convexity", f"{cls.__name__}.from_theory", lam))
 
     def update(self, state, x, feedback):
-        domain = state.domain
-        dtype = x.dtype
-        t = state.t + 1
-        w = 1.0 / t.astype(dtype)
-        grad_mean = state.grad_mean + w * (feedback.grad(x) - state.grad_mean)  # S_t / t
-        point_mean = state.point_mean + w * (x - state.point_mean)  # P_t / t
-        c = grad_mean + self.lam * (x - point_mean)  # grad F_t(x_t) / t
-        x_new, lmo_state, gap, step = fw_step(domain, c, x, state.lmo_state, beta=self.lam)
-        return _SCOFWState(
-            x=x_new.astype(dtype),
-            grad_mean=grad_mean.astype(dtype),
-            point_mean=point_mean.astype(dtype),
-            t=t,
-            lmo_state=lmo_state,
-            gap=jnp.asarray(gap, dtype),
-            sigma=jnp.asarray(step, dtype),
-            lmo_iterations=jnp.asarray(domain.lmo_calls(lmo_state), jnp.int32),
-            domain=domain,
-        )
-
-    def diagnostics(self, state):
-        return _fw_diagnostics(state)
+        return self.player.step(state, feedback.grad(x), x, lam=self.lam)

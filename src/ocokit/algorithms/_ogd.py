@@ -54,10 +54,9 @@ class OGD(AbstractLearner):
     @classmethod
     def from_theory(cls, info: ProblemInfo) -> OGD:
         """Zinkevich's constant step ``eta = D / (G sqrt(T))`` (needs ``constants.grad_bound``)."""
-        G = info.constants.grad_bound
-        if not math.isfinite(G):
-            raise ValueError("OGD.from_theory needs the problem constant grad_bound")
-        return cls(eta=float(info.domain.diameter) / (G * math.sqrt(info.horizon)))
+        G = info.require("grad_bound", "OGD.from_theory")
+        D = info.require("diameter", "OGD.from_theory")
+        return cls(eta=D / (G * math.sqrt(info.horizon)))
 
     def init(self, info, key):
         del key

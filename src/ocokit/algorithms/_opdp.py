@@ -2,43 +2,31 @@
 
 RECONSTRUCTED from the template of spec ``baselines.md`` §3.2: neither the paper's text nor its abstract could
 be read, so the update equations and every parameter value are a reconstruction, not the authors' algorithm.
+The primal player is the shared :class:`~ocokit.algorithms._ofw_player.OFWPlayer` (rule ``"decaying"``), the
+dual one a named queue update of :mod:`ocokit.algorithms._queues`.
 """
-
-
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._fw import fw_step
+from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
+from ocokit.algorithms._queues import drift_plus_penalty, regularised_dual_ascent
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 _DUAL_RULES = ("dpp_queue", "lagrangian")
 
 
 class _OPDPState(eqx.Module):
-    x: Float[Array, "..."]  # x_t, the OFW iterate (played)
-    x1: Float[Array, "..."]  # x_1, the centre of OFW's regulariser
-    grad_sum: Float[Array, "..."]  # S_t = sum_{tau <= t} c_tau, the linear losses fed to OFW
+    player: _OFWPlayerState  # the OFW primal player: x_t, x_1, S_t = sum_{tau <= t} c_tau, the LMO state
     queue: Float[Array, " N"]  # Q_t
-    t: Int[Array, ""]  # rounds absorbed so far
-    lmo_state: Any  # the set's warm-start LMO state
-    gap: Float[Array, ""]  # FW gap of the last step
-    domain: Any  # K, from the learner's info
-
-
-def _positive_constant(info: ProblemInfo, name: str) -> float:
-    value = float(getattr(info.constants, name))
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"OPDP.from_theory needs the problem constant {name} (> 0), got {value}")
-    return value
 
 
 class OPDP(AbstractLearner):
@@ -92,6 +80,7 @@ class OPDP(AbstractLearner):
     dual_reg: Float[Array, ""] = hyperparameter(default=0.0)
     dual_rule: str = eqx.field(static=True, default="dpp_queue")
     hinge: bool = eqx.field(static=True, default=False)
+    player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
     reconstructed: ClassVar[bool] = True
 
@@ -105,7 +94,16 @@ class OPDP(AbstractLearner):
 
     @classmethod
     def from_theory(
-        cls, info: ProblemInfo, *, dual_rule: str = "dpp_queue", hinge: bool = False, scale: float = 1.0
+        cls,
+        info: ProblemInfo,
+        *,
+        dual_rule: str = "dpp_queue",
+        hinge: bool = False,
+        scale: float = 1.0,
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+        constraint_bound: float | None = None,
+        diameter: float | None = None,
     ) -> OPDP:
         """Reconstructed parameters: our derivation, since the paper's exponents could not be read.
 
@@ -121,17 +119,18 @@ class OPDP(AbstractLearner):
             "lagrangian":  V = 1, mu, delta = B^2 sqrt(T) / Lambda^2  (so lambda <= B/(delta mu) = Lambda)
 
         Needs the constants ``grad_bound`` (G_f), ``constraint_grad_bound`` (G_g) and ``constraint_bound``
-        (B). Measured (tests/algorithms/test_opdp.py): with ``"dpp_queue"`` regret and CCV grow at most
-        like ``T^{5/6}``; with ``"lagrangian"`` the regulariser's leak ``delta mu = B / Lambda`` keeps the
-        per-round violation near ``T^{-1/12}``, so its CCV is close to linear for ``T <= 10^4``.
+        (B), each overridable by the keyword of its name. Measured (tests/algorithms/test_opdp.py): with
+        ``"dpp_queue"`` regret and CCV grow at most like ``T^{5/6}``; with ``"lagrangian"`` the regulariser's
+        leak ``delta mu = B / Lambda`` keeps the per-round violation near ``T^{-1/12}``, so its CCV is close to
+        linear for ``T <= 10^4``.
         """
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
         _checks.positive("scale", scale)
-        T = info.horizon
-        D = float(info.domain.diameter)
-        Gf = _positive_constant(info, "grad_bound")
-        Gg = _positive_constant(info, "constraint_grad_bound")
-        B = _positive_constant(info, "constraint_bound")
+        T, who = info.horizon, f"{cls.__name__}.from_theory"
+        D = info.require("diameter", who, diameter)
+        Gf = info.require("grad_bound", who, grad_bound)
+        Gg = info.require("constraint_grad_bound", who, constraint_grad_bound)
+        B = info.require("constraint_bound", who, constraint_bound)
         cap = scale * Gf / Gg * T ** (1.0 / 12.0)
         mu = cap / (B * math.sqrt(T))
         eta = D / (2.0 * (Gf + cap * Gg) * T**0.75)
@@ -141,51 +140,25 @@ class OPDP(AbstractLearner):
 
     def init(self, info, key):
         del key
-        domain = info.domain
-        x1 = domain.center()
-        return _OPDPState(
-            x=x1,
-            x1=x1,
-            grad_sum=jnp.zeros_like(x1),
-            queue=jnp.zeros((info.num_constraints,), x1.dtype),
-            t=jnp.asarray(0, jnp.int32),
-            lmo_state=domain.lmo_init(),
-            gap=jnp.zeros((), x1.dtype),
-            domain=domain,
-        )
+        player = self.player.init(info.domain)
+        return _OPDPState(player=player, queue=jnp.zeros((info.num_constraints,), player.x.dtype))
 
     def decide(self, state):
-        return state.x
+        return state.player.x
 
     def update(self, state, x, feedback):
-        domain = state.domain
-        dtype = x.dtype
         g = feedback.constraints(x)
         J = feedback.constraints_jacobian(x).reshape(g.shape[0], x.size)
         if self.hinge:
             J = jnp.where((g > 0)[:, None], J, 0.0)
             g = jnp.maximum(g, 0.0)
         c = self.V * feedback.grad(x) + (state.queue @ J).reshape(x.shape)
-        grad_sum = state.grad_sum + c
-        t = state.t + 1
-        sigma = jnp.minimum(1.0, self.sigma0 / jnp.sqrt(t.astype(dtype)))
-        direction = self.eta * grad_sum + 2.0 * (x - state.x1)  # grad F_{t+1}(x_t)
-        x_new, lmo_state, gap, _ = fw_step(domain, direction, x, state.lmo_state, sigma=sigma)
-        Q = state.queue
+        player = self.player.step(state.player, c, x, eta=self.eta, sigma0=self.sigma0)
         if self.dual_rule == "dpp_queue":
-            Q = jnp.maximum(0.0, Q + g)
+            Q = drift_plus_penalty(state.queue, g)
         else:
-            Q = jnp.maximum(0.0, Q + self.mu * (g - self.dual_reg * self.mu * Q))
-        return _OPDPState(
-            x=x_new.astype(dtype),
-            x1=state.x1,
-            grad_sum=grad_sum.astype(dtype),
-            queue=Q.astype(dtype),
-            t=t,
-            lmo_state=lmo_state,
-            gap=gap.astype(dtype),
-            domain=domain,
-        )
+            Q = regularised_dual_ascent(state.queue, g, self.mu, self.dual_reg)
+        return _OPDPState(player=player, queue=Q.astype(x.dtype))
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue}

@@ -3,8 +3,10 @@
 The three are the comparators of COLDQ's experiments (paper 003, Tables 3-6). Their update rules are
 not in paper 003; they follow spec ``baselines.md`` §4-§6, i.e. the COLDQ authors' own single-agent
 implementations ([C]) with the parameters of paper 003's tables ([S]). RECOO and Yi et al. 2021 solve a
-hinge-penalised proximal step per round, with the exact solver shared with COLDQ
-(:func:`~ocokit.algorithms._hinge_prox.hinge_prox_step`); Yi et al. 2023 takes one projected step.
+hinge-penalised proximal step per round with the part they share with COLDQ
+(:class:`~ocokit.algorithms._queue_common.HingeProx`); Yi et al. 2023 takes one projected step. Their
+queue updates are the named rules of :mod:`ocokit.algorithms._queues` (:func:`floored_rectified`,
+:func:`cumulative_hinge`, :func:`leaky_dual_ascent`).
 
 Verification tags (spec ``baselines.md`` §0): **[A]** the paper's abstract (bounds only); **[C]** the
 COLDQ authors' code ``yituo-liu/TON26-COLDQ`` reduced to one agent (not the baseline authors' code);
@@ -24,13 +26,13 @@ from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._queue_common import (
     STARTS,
+    AbstractQueueLearner,
+    HingeProx,
     QueueState,
-    check_solver_options,
-    initial_fields,
     paper_table,
-    prox_step,
-    solver_diagnostics,
+    start_point,
 )
+from ocokit.algorithms._queues import cumulative_hinge, floored_rectified, leaky_dual_ascent
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 # --------------------------------------------------------------------------------------------------
@@ -40,7 +42,7 @@ _RECOO_TABLES = {3: (0.5, 1.0), 4: (1.0, 7.0), 5: (1.0, 1.0), 6: (0.7, 1.0)}  # 
 _QUEUE_USES = ("current", "previous")
 
 
-class RECOO(AbstractLearner):
+class RECOO(AbstractQueueLearner):
     """RECOO: RECtified Online Optimization with a floored virtual queue (Guo, Liu, Wei and Ying 2022).
 
     Update, for ``t >= 2``, from round ``t-1``'s gradient and its whole constraint function::
@@ -52,8 +54,9 @@ class RECOO(AbstractLearner):
     with ``Q_1 = 0`` (so ``x_2`` is a projected gradient step), ``alpha_t = alpha t^{1/2}``,
     ``gamma_t = gamma t^{1/2 + epsilon}`` (the rectifier: clipped constraint, scaled) and
     ``eta_t = eta t^{1/2}`` (the queue's time-varying floor; lower bound only). The proximal term has no
-    1/2. The step is solved exactly by :func:`~ocokit.algorithms._hinge_prox.hinge_prox_step` (the solver
-    COLDQ uses) inside the compiled run; the solve happens in ``update`` at the end of round ``t-1``.
+    1/2. The step is solved exactly by the part ``prox`` (:class:`~ocokit.algorithms._queue_common.HingeProx`,
+    as in COLDQ) inside the compiled run; the solve happens in ``update`` at the end of round ``t-1``. The
+    queue is :func:`~ocokit.algorithms._queues.floored_rectified`.
 
     Source: spec ``baselines.md`` §4.2 (update rule **[C]**: ``RECOO[27].py``, time-varying and fixed
     variants, single agent) and ``paper003.md`` §5.1; parameters of paper 003 Tables 3-6 **[S]**
@@ -77,6 +80,9 @@ class RECOO(AbstractLearner):
         solver: the per-round solver (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`).
         start: ``"origin"`` plays ``x_1 = Pi_X(0)`` (**[C]**: ``x_1 = 0``), ``"center"`` ``X.center()``.
 
+        ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
+        (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
+
     Readings: the spec's recommended reading (``queue_uses="current"``, **[C]**) is the default; the
     alternative is the option above. Initial queue 0, so the floor ``eta_t`` applies from the first
     update.
@@ -95,23 +101,35 @@ class RECOO(AbstractLearner):
         Best of Two Worlds and Beyond. NeurIPS 2022.
     """
 
-    alpha: Float[Array, ""] = hyperparameter(default=1.0)
-    gamma: Float[Array, ""] = hyperparameter(default=1.0)
-    eta: Float[Array, ""] = hyperparameter(default=1.0)
-    epsilon: Float[Array, ""] = hyperparameter(default=0.01)
-    tol: Float[Array, ""] = hyperparameter(default=1e-11)
-    max_iter: int = eqx.field(static=True, default=50)
-    queue_uses: str = eqx.field(static=True, default="current")
-    solver: str = eqx.field(static=True, default="auto")
-    start: str = eqx.field(static=True, default="origin")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    alpha: Float[Array, ""] = hyperparameter()
+    gamma: Float[Array, ""] = hyperparameter()
+    eta: Float[Array, ""] = hyperparameter()
+    epsilon: Float[Array, ""] = hyperparameter()
+    queue_uses: str = eqx.field(static=True)
+    prox: HingeProx
+
+    def __init__(
+        self,
+        alpha: Any = 1.0,
+        gamma: Any = 1.0,
+        eta: Any = 1.0,
+        epsilon: Any = 0.01,
+        tol: Any = 1e-11,
+        max_iter: int = 50,
+        queue_uses: str = "current",
+        solver: str = "auto",
+        start: str = "origin",
+    ):
+        self.alpha, self.gamma, self.eta, self.epsilon = alpha, gamma, eta, epsilon
+        self.queue_uses = queue_uses
+        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
 
     def __check_init__(self):
-        for name in ("alpha", "gamma", "eta"):
-            _checks.positive(name, getattr(self, name))
+        _checks.positive("alpha", self.alpha)
+        _checks.positive("gamma", self.gamma)
+        _checks.positive("eta", self.eta)
         _checks.in_closed_interval("epsilon", self.epsilon, 0.0, 0.5)
         _checks.one_of("queue_uses", self.queue_uses, _QUEUE_USES)
-        check_solver_options(self)
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, **options: Any) -> RECOO:
@@ -135,10 +153,8 @@ class RECOO(AbstractLearner):
 
     def init(self, info, key):
         del key
-        return QueueState(**initial_fields(info, self.start, 0.0))  # Q_1 = 0
-
-    def decide(self, state):
-        return state.x
+        x = self.prox.start_point(info.domain)
+        return QueueState.initial(x, info.num_constraints, 0.0, info.domain)  # Q_1 = 0
 
     def _schedules(self, t, dtype):
         tf = t.astype(dtype)
@@ -149,16 +165,16 @@ class RECOO(AbstractLearner):
         alpha_t, gamma_t, eta_t = self._schedules(t, x.dtype)
         queue = state.queue
         if self.queue_uses == "current":
-            grown = jnp.maximum(eta_t, queue + gamma_t * jnp.maximum(feedback.constraints(x), 0.0))
+            grown = floored_rectified(queue, feedback.constraints(x), gamma_t, eta_t)
             queue = jnp.where(t >= 2, grown, queue)
-        sol = prox_step(self, feedback, state.domain, feedback.grad(x), alpha_t, x, gamma_t * queue)
+        sol = self.prox.step(feedback, state.domain, feedback.grad(x), alpha_t, x, gamma_t * queue)
         x_next = sol.x.astype(x.dtype)
         if self.queue_uses == "previous":
-            queue = jnp.maximum(queue + gamma_t * jnp.maximum(feedback.constraints(x_next), 0.0), eta_t)
+            queue = floored_rectified(queue, feedback.constraints(x_next), gamma_t, eta_t)
         return QueueState(x_next, queue.astype(state.queue.dtype), t, sol.iterations, sol.converged, state.domain)
 
     def diagnostics(self, state):
-        return solver_diagnostics(state)
+        return state.diagnostics()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,7 +191,7 @@ class _Yi2021State(QueueState):
     gamma: Float[Array, ""]
 
 
-class Yi2021(AbstractLearner):
+class Yi2021(AbstractQueueLearner):
     """Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (ICML 2021), long-term constraints.
 
     Update, for ``t >= 2`` (``q_0 = 0``), with constant ``alpha`` and ``gamma`` set from the horizon::
@@ -186,9 +202,10 @@ class Yi2021(AbstractLearner):
 
     (the latest violation counts twice in ``q_hat``; unit weight on the proximal term and ``alpha`` on
     the linear term). Dividing by ``alpha``, ``x_t`` is the hinge-penalised proximal step with proximal
-    weight ``1 / alpha`` and hinge weights ``gamma q_hat``, solved exactly by
-    :func:`~ocokit.algorithms._hinge_prox.hinge_prox_step`. The constraint is meant to be fixed; on a
-    time-varying problem the latest ``g_{t-1}`` is used.
+    weight ``1 / alpha`` and hinge weights ``gamma q_hat``, solved exactly by the part ``prox``
+    (:class:`~ocokit.algorithms._queue_common.HingeProx`); ``q`` and ``q_hat`` are
+    :func:`~ocokit.algorithms._queues.cumulative_hinge` applied once and twice. The constraint is meant
+    to be fixed; on a time-varying problem the latest ``g_{t-1}`` is used.
 
     Parameters: ``alpha = alpha0 / T^c`` and ``gamma = gamma0 / T^{c/2}`` as printed in paper 003's
     Tables 4-5 (``gamma_rule="printed"``), or ``gamma = gamma0 T^{c/2}`` (``gamma_rule="code"``, the
@@ -204,7 +221,7 @@ class Yi2021(AbstractLearner):
         alpha0: scale of ``alpha = alpha0 / T^c``, > 0.
         gamma0: scale of ``gamma`` (see ``gamma_rule``), > 0.
         c: Yi et al.'s trade-off parameter in ``(0, 1)``; paper 003 uses 0.5.
-        tol, max_iter, solver, start: as in :class:`RECOO`.
+        tol, max_iter, solver, start: the part ``prox``, as in :class:`RECOO`.
         gamma_rule: ``"printed"`` (default: paper 003's tables as printed, ``gamma0 / T^{c/2}``) or
             ``"code"`` (``gamma0 T^{c/2}``; the [C] code uses ``alpha = 4 / sqrt(T)``,
             ``gamma = 0.5 T^{c/2}``) (static).
@@ -226,22 +243,32 @@ class Yi2021(AbstractLearner):
         Violation Analysis for Online Convex Optimization with Long Term Constraints. ICML 2021.
     """
 
-    alpha0: Float[Array, ""] = hyperparameter(default=1.0)
-    gamma0: Float[Array, ""] = hyperparameter(default=1.0)
-    c: Float[Array, ""] = hyperparameter(default=0.5)
-    tol: Float[Array, ""] = hyperparameter(default=1e-11)
-    max_iter: int = eqx.field(static=True, default=50)
-    gamma_rule: str = eqx.field(static=True, default="printed")
-    solver: str = eqx.field(static=True, default="auto")
-    start: str = eqx.field(static=True, default="origin")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    alpha0: Float[Array, ""] = hyperparameter()
+    gamma0: Float[Array, ""] = hyperparameter()
+    c: Float[Array, ""] = hyperparameter()
+    gamma_rule: str = eqx.field(static=True)
+    prox: HingeProx
+
+    def __init__(
+        self,
+        alpha0: Any = 1.0,
+        gamma0: Any = 1.0,
+        c: Any = 0.5,
+        tol: Any = 1e-11,
+        max_iter: int = 50,
+        gamma_rule: str = "printed",
+        solver: str = "auto",
+        start: str = "origin",
+    ):
+        self.alpha0, self.gamma0, self.c = alpha0, gamma0, c
+        self.gamma_rule = gamma_rule
+        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
 
     def __check_init__(self):
-        for name in ("alpha0", "gamma0"):
-            _checks.positive(name, getattr(self, name))
+        _checks.positive("alpha0", self.alpha0)
+        _checks.positive("gamma0", self.gamma0)
         _checks.in_open_interval("c", self.c, 0.0, 1.0)
         _checks.one_of("gamma_rule", self.gamma_rule, _GAMMA_RULES)
-        check_solver_options(self)
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, c: float = 0.5, **options: Any) -> Yi2021:
@@ -266,19 +293,16 @@ class Yi2021(AbstractLearner):
 
     def init(self, info, key):
         del key
-        fields = initial_fields(info, self.start, 0.0)  # q_0 = 0
-        dtype = fields["x"].dtype
-        alpha, gamma = self.steps(info.horizon, dtype)
-        return _Yi2021State(**fields, alpha=alpha.astype(dtype), gamma=gamma.astype(dtype))
-
-    def decide(self, state):
-        return state.x
+        x = self.prox.start_point(info.domain)
+        alpha, gamma = self.steps(info.horizon, x.dtype)
+        steps = {"alpha": alpha.astype(x.dtype), "gamma": gamma.astype(x.dtype)}
+        return _Yi2021State.initial(x, info.num_constraints, 0.0, info.domain, **steps)  # q_0 = 0
 
     def update(self, state, x, feedback):
-        increment = state.gamma * jnp.maximum(feedback.constraints(x), 0.0)
-        queue = state.queue + increment  # q_{t}
-        q_hat = queue + increment
-        sol = prox_step(self, feedback, state.domain, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
+        g = feedback.constraints(x)
+        queue = cumulative_hinge(state.queue, g, state.gamma)  # q_t
+        q_hat = cumulative_hinge(queue, g, state.gamma)  # the latest increment counted twice
+        sol = self.prox.step(feedback, state.domain, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
         return _Yi2021State(
             x=sol.x.astype(x.dtype),
             queue=queue.astype(state.queue.dtype),
@@ -291,7 +315,7 @@ class Yi2021(AbstractLearner):
         )
 
     def diagnostics(self, state):
-        return solver_diagnostics(state)
+        return state.diagnostics()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -313,7 +337,8 @@ class Yi2023(AbstractLearner):
 
     with ``alpha_t = alpha / t^kappa``, ``beta_t = beta / t^kappa`` and ``gamma_t = gamma / t^{1-kappa}``
     (all ``~ 1/sqrt(t)`` at ``kappa = 1/2``). The distributed algorithm's consensus average is replaced by
-    the agent's own previous point. One projection per round.
+    the agent's own previous point. One projection per round. The dual step is
+    :func:`~ocokit.algorithms._queues.leaky_dual_ascent`.
 
     Source: spec ``baselines.md`` §6.2 (update rule **[C]**: ``Yi 2023[54].py``, single agent) and
     ``paper003.md`` §5.3; parameters **[S]** (paper 003 Tables 3 and 6, :meth:`from_paper`); the
@@ -359,8 +384,9 @@ class Yi2023(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def __check_init__(self):
-        for name in ("alpha", "gamma", "beta"):
-            _checks.positive(name, getattr(self, name))
+        _checks.positive("alpha", self.alpha)
+        _checks.positive("gamma", self.gamma)
+        _checks.positive("beta", self.beta)
         _checks.in_open_interval("kappa", self.kappa, 0.0, 1.0)
         _checks.one_of("dual_step", self.dual_step, _DUAL_STEPS)
         _checks.one_of("start", self.start, STARTS)
@@ -381,7 +407,8 @@ class Yi2023(AbstractLearner):
 
     def init(self, info, key):
         del key
-        return QueueState(**initial_fields(info, self.start, 0.0))  # q_1 = 0
+        x = start_point(info.domain, self.start)
+        return QueueState.initial(x, info.num_constraints, 0.0, info.domain)  # q_1 = 0
 
     def decide(self, state):
         return state.x
@@ -398,7 +425,7 @@ class Yi2023(AbstractLearner):
         S = jnp.where(active, jnp.reshape(feedback.constraints_jacobian(x), (g.shape[0], x.shape[0])), 0.0)
         omega = feedback.grad(x) + S.T @ state.queue
         x_next = state.domain.project(x - alpha_s * omega).astype(x.dtype)
-        queue = jnp.maximum(0.0, (1.0 - reg * step) * state.queue + step * (jnp.maximum(g, 0.0) + S @ (x_next - x)))
+        queue = leaky_dual_ascent(state.queue, jnp.maximum(g, 0.0) + S @ (x_next - x), step, reg)
         one = jnp.asarray(1, jnp.int32)
         return QueueState(x_next, queue.astype(state.queue.dtype), t, one, jnp.asarray(True), state.domain)
 

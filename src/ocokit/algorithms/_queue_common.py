@@ -1,38 +1,44 @@
-"""Pieces shared by the virtual-queue learners of paper 003: COLDQ, COLDQ-Expert, RECOO, Yi et al. 2021 and 2023.
+"""The parts of the virtual-queue family of paper 003: COLDQ, COLDQ-Expert, RECOO, Yi et al. 2021 and 2023.
 
-The starting point, the validation of the per-round solver's options, the lookup of a paper-003 parameter
-table, the common state, the call to the exact hinge-proximal solver and the diagnostics.
+* :class:`HingeProx`: the per-round solver part, the exact hinge-penalised proximal step of
+  :mod:`ocokit.algorithms._hinge_prox` with its options (``solver``, ``tol``, ``max_iter``) and the
+  starting point ``x_1`` (``start``), validated once.
+* :class:`AbstractQueueLearner`: the family's abstract class; a learner of it holds a ``prox`` part and
+  plays the ``x`` of its state.
+* :class:`QueueState`: the common state, with its diagnostics.
+* :func:`start_point` and :func:`paper_table`: ``x_1`` and the lookup of a paper-003 parameter table.
+
+The virtual-queue updates themselves are in :mod:`ocokit.algorithms._queues`.
+
+References:
+    J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
+    Dynamics of Both Loss and Constraint. AAAI 2025 (paper 003), Algorithm 1, problem ``P_t``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
+from ocokit.algorithms._base import AbstractLearner, hyperparameter
 from ocokit.algorithms._hinge_prox import SOLVERS, HingeProxSolution, hinge_prox_step
+from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+from ocokit.sets import AbstractSet
 
 STARTS = ("origin", "center")
 
 _V = TypeVar("_V")
 
 
-def start_point(domain, start: str) -> Array:
+def start_point(domain: AbstractSet, start: str) -> Array:
     """``x_1``: ``Pi_X(0)`` for ``start="origin"`` (the COLDQ authors' code: ``x_1 = 0``), else ``X.center()``."""
     c = domain.center()
     return (domain.project(jnp.zeros_like(c)) if start == "origin" else c).astype(c.dtype)
-
-
-def check_solver_options(learner) -> None:
-    """Validate the fields ``tol``, ``max_iter``, ``solver`` and ``start`` of a hinge-proximal learner."""
-    _checks.positive("tol", learner.tol)
-    _checks.positive_int("max_iter", learner.max_iter)
-    _checks.one_of("solver", learner.solver, SOLVERS)
-    _checks.one_of("start", learner.start, STARTS)
 
 
 def paper_table(tables: Mapping[int, _V], table: int) -> _V:
@@ -40,6 +46,56 @@ def paper_table(tables: Mapping[int, _V], table: int) -> _V:
     if table not in tables:
         raise ValueError(f"table must be one of {sorted(tables)}, got {table!r}")
     return tables[table]
+
+
+class HingeProx(eqx.Module):
+    """The per-round solver of a queue learner: the exact hinge-penalised proximal step and ``x_1``.
+
+    :meth:`step` solves, for the constraint ``g`` of the round just played (paper 003, problem ``P_t`` of
+    Algorithm 1, Section 4.3; spec ``paper003.md`` §2.2)::
+
+        argmin_{x in X} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+
+
+    by dual projected Newton (:func:`~ocokit.algorithms._hinge_prox.hinge_prox_step`). COLDQ, COLDQ-Expert,
+    RECOO and Yi et al. 2021 hold one as their ``prox`` field.
+
+    Args:
+        tol: relative tolerance of the solve (dual KKT residual in units of ``g``), > 0; an array leaf.
+        max_iter: cap on dual Newton steps per round, >= 1 (static).
+        solver: how the step is solved (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`): ``"auto"``
+            uses the problem's declared structure (``affine_constraints`` / ``log_capacity_constraint``)
+            and the generic smooth solver otherwise; ``"affine"`` asserts ``g`` is affine.
+        start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of paper 003's setups, as
+            in the COLDQ authors' code); ``"center"`` plays ``X.center()`` (static).
+
+    References:
+        J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning. AAAI 2025.
+        D. P. Bertsekas. Projected Newton methods for optimization problems with simple constraints.
+        SIAM J. Control and Optimization 20(2), 1982.
+    """
+
+    tol: Float[Array, ""] = hyperparameter(default=1e-11)
+    max_iter: int = eqx.field(static=True, default=50)
+    solver: str = eqx.field(static=True, default="auto")
+    start: str = eqx.field(static=True, default="origin")
+
+    def __check_init__(self):
+        _checks.positive("tol", self.tol)
+        _checks.positive_int("max_iter", self.max_iter)
+        _checks.one_of("solver", self.solver, SOLVERS)
+        _checks.one_of("start", self.start, STARTS)
+
+    def start_point(self, domain: AbstractSet) -> Array:
+        """``x_1`` in ``domain`` (see ``start``; :func:`start_point`)."""
+        return start_point(domain, self.start)
+
+    def step(
+        self, feedback: Any, domain: AbstractSet, c: Array, alpha: Any, z: Array, weights: Array
+    ) -> HingeProxSolution:
+        """``argmin_X <c, x - z> + alpha ||x - z||^2 + sum_n weights_n [g_n(x)]_+``, ``g`` of ``feedback``."""
+        return hinge_prox_step(
+            feedback, domain, c, alpha, z, weights, solver=self.solver, tol=self.tol, max_iter=self.max_iter
+        )
 
 
 class QueueState(eqx.Module):
@@ -52,39 +108,37 @@ class QueueState(eqx.Module):
     converged: Bool[Array, ""]  # whether the last inner solve met its tolerance
     domain: Any  # X, from the learner's info
 
+    @classmethod
+    def initial(cls, x: Array, num_constraints: int, queue0: Any, domain: AbstractSet, **extra: Any) -> Any:
+        """The state before round 1: ``x_1 = x``, a queue filled with ``queue0``, no rounds absorbed.
 
-def initial_fields(info, start: str, queue0) -> dict[str, Any]:
-    """The fields of :class:`QueueState` before round 1: ``x_1``, a queue filled with ``queue0``, no rounds."""
-    x = start_point(info.domain, start)
-    return {
-        "x": x,
-        "queue": jnp.full((info.num_constraints,), queue0, dtype=x.dtype),
-        "t": jnp.asarray(0, jnp.int32),
-        "iterations": jnp.asarray(0, jnp.int32),
-        "converged": jnp.asarray(True),
-        "domain": info.domain,
-    }
+        ``extra`` fills the fields a learner's own state adds (Yi et al. 2021's steps).
+        """
+        return cls(
+            x=x,
+            queue=jnp.full((num_constraints,), queue0, dtype=x.dtype),
+            t=jnp.asarray(0, jnp.int32),
+            iterations=jnp.asarray(0, jnp.int32),
+            converged=jnp.asarray(True),
+            domain=domain,
+            **extra,
+        )
+
+    def diagnostics(self) -> dict[str, Array]:
+        """``oracle_calls`` (inner iterations of the last update), ``queue`` and ``solver_converged``."""
+        return {"oracle_calls": self.iterations, "queue": self.queue, "solver_converged": self.converged}
 
 
-def prox_step(learner, feedback, domain, c: Array, alpha: Array, z: Array, weights: Array) -> HingeProxSolution:
-    """``argmin_X <c, x - z> + alpha ||x - z||^2 + sum_n weights_n [g_n(x)]_+`` for round data of ``feedback``.
+class AbstractQueueLearner(AbstractLearner):
+    """A virtual-queue learner of paper 003's family that solves a hinge-penalised proximal step per round.
 
-    :func:`~ocokit.algorithms._hinge_prox.hinge_prox_step` with the learner's ``solver``, ``tol`` and
-    ``max_iter``; ``g`` is the constraint of the round just played.
+    Its per-round solver and starting point are the part ``prox`` (:class:`HingeProx`); its state has
+    the decision to play in ``x``, which :meth:`decide` returns. Full-information feedback: the update of
+    round ``t`` uses ``grad f_t`` and the whole constraint function ``g_t``.
     """
-    return hinge_prox_step(
-        feedback,
-        domain,
-        c,
-        alpha,
-        z,
-        weights,
-        solver=learner.solver,
-        tol=learner.tol,
-        max_iter=learner.max_iter,
-    )
 
+    prox: eqx.AbstractVar[HingeProx]
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
-def solver_diagnostics(state) -> dict[str, Array]:
-    """``oracle_calls`` (inner iterations of the last update), ``queue`` and ``solver_converged``."""
-    return {"oracle_calls": state.iterations, "queue": state.queue, "solver_converged": state.converged}
+    def decide(self, state):
+        return state.x

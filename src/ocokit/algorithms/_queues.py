@@ -10,6 +10,14 @@ The rules differ in how they grow, decay and are bounded:
   ``lagrangian`` rule of OPDP and LPM).
 * :func:`doubly_bounded`: ``Q <- max{(1 - eta) Q + [v]_+, gamma}`` (paper 003, eq. (8): COLDQ).
 * :func:`mirror_prox_queue`: ``Q <- max{-gamma g, Q + gamma g}`` (paper 004, Algorithm 1, Line 3).
+* :func:`floored_rectified`: ``Q <- max{floor, Q + scale [v]_+}`` (RECOO; Guo, Liu, Wei and Ying, NeurIPS
+  2022, as implemented by the COLDQ authors).
+* :func:`cumulative_hinge`: ``q <- q + gamma [v]_+`` (Yi et al., ICML 2021, Algorithm 1).
+* :func:`leaky_dual_ascent`: ``q <- [(1 - reg step) q + step v]_+`` (Yi et al., IEEE TAC 2023,
+  Algorithm 1, one agent).
+
+Every rule is elementwise over the N constraints and keeps the arithmetic order of the learner it came
+from, so a learner using it reproduces its earlier trajectories bit for bit.
 """
 
 from __future__ import annotations
@@ -52,3 +60,39 @@ def mirror_prox_queue(queue: Array, g: Array, gamma: Any) -> Array:
     Keeps ``Q(t) + gamma g >= 0`` so that the weights ``w = Q + gamma g`` of eq. (13) are non-negative.
     """
     return jnp.maximum(-gamma * g, queue + gamma * g)
+
+
+def floored_rectified(queue: Array, violation: Array, scale: Any, floor: Any) -> Array:
+    """``max{floor, Q + scale [v]_+}``: RECOO's rectified queue with a time-varying floor.
+
+    With ``scale = gamma_t = gamma t^{1/2 + epsilon}`` and ``floor = eta_t = eta t^{1/2}`` this is the
+    queue of RECOO (H. Guo, X. Liu, H. Wei and L. Ying, "Online Convex Optimization with Hard Constraints:
+    Towards the Best of Two Worlds and Beyond", NeurIPS 2022), in the form the COLDQ authors implement
+    (spec ``baselines.md`` §4.2 **[C]**): ``Q_t = max{eta_t, Q_{t-1} + gamma_t [g_t(x_t)]_+}``. Only the
+    clipped constraint enters (the rectifier), so the queue never decreases below its floor.
+    """
+    return jnp.maximum(floor, queue + scale * jnp.maximum(violation, 0.0))
+
+
+def cumulative_hinge(queue: Array, violation: Array, gamma: Any) -> Array:
+    """``q + gamma [v]_+``: the unbounded accumulated-violation queue of Yi et al. (ICML 2021, Algorithm 1).
+
+    X. Yi, X. Li, T. Yang, L. Xie, T. Chai and K. H. Johansson, "Regret and Cumulative Constraint
+    Violation Analysis for Online Convex Optimization with Long Term Constraints", ICML 2021, Algorithm 1
+    (spec ``baselines.md`` §5.2 **[C]**): ``q_t = q_{t-1} + gamma [g(x_t)]_+``. Applied once more with
+    the same ``v`` it gives the look-ahead ``q_hat = q_t + gamma [g(x_t)]_+`` of the primal step.
+    """
+    return queue + gamma * jnp.maximum(violation, 0.0)
+
+
+def leaky_dual_ascent(dual: Array, increment: Array, step: Any, reg: Any) -> Array:
+    """``[(1 - reg step) q + step v]_+``: the regularised dual step of Yi et al. (IEEE TAC 2023, Alg. 1).
+
+    X. Yi, X. Li, T. Yang, L. Xie, T. Chai and K. H. Johansson, "Regret and Cumulative Constraint
+    Violation Analysis for Distributed Online Constrained Convex Optimization", IEEE Transactions on
+    Automatic Control 68(5), 2023, Algorithm 1 with one agent (spec ``baselines.md`` §6.2 **[C]**):
+    ``q <- max{0, (1 - beta_t gamma_t) q + gamma_t ([g(x_{t-1})]_+ + s . (x_t - x_{t-1}))}``, with
+    ``increment`` the bracket (the clipped constraint linearised at the new point), ``step`` the dual
+    step and ``reg`` the dual regulariser (their product is the leak).
+    """
+    return jnp.maximum(0.0, (1.0 - reg * step) * dual + step * increment)

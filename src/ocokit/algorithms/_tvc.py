@@ -1,12 +1,12 @@
 """Full-information TVC learners of paper 000 (Wang, Wan, Zhang, AAAI 2025): OFW-TVC and SCOFW-TVC.
 
-Both run a Frank-Wolfe method on the Lyapunov drift-plus-penalty surrogate of eq. (6), its gradient formed
-from first-order feedback by :func:`ocokit.algorithms._tvc_common.full_information_surrogate`: OFW-TVC is the
-parameter-free OFW (doubling of the surrogate-gradient bound), SCOFW-TVC the strongly convex OFW with exact
-line search. The bandit variants BFW-TVC and SCBFW-TVC are in :mod:`ocokit.algorithms._bandit_tvc`.
+Both feed the gradient of the Lyapunov drift-plus-penalty surrogate of eq. (6) (formed from first-order
+feedback by :meth:`ocokit.algorithms._tvc_common.LyapunovSurrogate.full_information`) to an
+:class:`~ocokit.algorithms._ofw_player.OFWPlayer`: OFW-TVC's is the parameter-free OFW (rule ``"decaying"``,
+restarted when the surrogate-gradient bound doubles), SCOFW-TVC's the strongly convex OFW with exact line
+search (rule ``"strongly_convex"``, with ``lam = 2 C_1``). The bandit variants BFW-TVC and SCBFW-TVC are in
+:mod:`ocokit.algorithms._bandit_tvc`.
 """
-
-from __future__ import annotations
 
 import math
 from typing import Any, ClassVar
@@ -17,35 +17,48 @@ from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._fw import fw_step
-from ocokit.algorithms._tvc_common import (
-    check_common,
-    full_information_surrogate,
-    override,
-    restart_if_doubled,
-    strongly_convex_constants,
-    theory_constants,
-)
+from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
+from ocokit.algorithms._tvc_common import LyapunovSurrogate, lipschitz_bound, restart_if_doubled, with_overrides
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
+
+
+class AbstractOFWTVC(AbstractLearner):
+    """A full-information TVC learner: an OFW player (a part) on the surrogate of eq. (6), and the queue.
+
+    ``init`` and ``decide`` are written here once; a final subclass declares its ``player`` and its surrogate
+    ``lyapunov`` (built from its own ``beta``, ``gamma``, ``lam``, ``phi``), and writes ``update``.
+    """
+
+    player: eqx.AbstractVar[OFWPlayer]
+    lyapunov: eqx.AbstractVar[LyapunovSurrogate]
+    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+
+    def __check_init__(self):
+        _ = self.lyapunov  # building the surrogate checks beta, gamma, phi and lam
+
+    def init(self, info, key):
+        del key
+        player = self.player.init(info.domain)
+        one, zero = jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32)
+        return _TVCState(player, jnp.zeros((), player.x.dtype), jnp.ones((), player.x.dtype), one, zero)
+
+    def decide(self, state):
+        return state.player.x
+
+
+class _TVCState(eqx.Module):
+    player: _OFWPlayerState  # x_t, the anchor x_{s_k}, the gradient sums, the LMO state
+    queue: Float[Array, ""]  # Q_t
+    G_tilde: Float[Array, ""]  # OFW-TVC: the doubling estimate G~_k (1 for SCOFW-TVC)
+    epoch_start: Int[Array, ""]  # OFW-TVC: s_k, the first round of the epoch (1 for SCOFW-TVC)
+    t: Int[Array, ""]  # rounds absorbed so far
+
 
 # --------------------------------------------------------------------------------------------------
 # Algorithm 1: OFW-TVC.
 
 
-class _OFWTVCState(eqx.Module):
-    x: Float[Array, ...]
-    anchor: Float[Array, ...]
-    grad_sum: Float[Array, ...]
-    queue: Float[Array, ""]
-    G_tilde: Float[Array, ""]
-    epoch_start: Int[Array, ""]
-    t: Int[Array, ""]
-    gap: Float[Array, ""]
-    lmo_state: Any
-    domain: Any  # K, from the learner's info
-
-
-class OFWTVC(AbstractLearner):
+class OFWTVC(AbstractOFWTVC):
     """OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 1).
 
     Round t (``x_t`` played, ``Q_t``, ``tilde f_t`` from eqs. 4 and 6):
@@ -100,10 +113,14 @@ class OFWTVC(AbstractLearner):
     phi: str = eqx.field(static=True, default="exp")
     sum_index: str = eqx.field(static=True, default="current")
     doubling: str = eqx.field(static=True, default="analytic")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
+
+    @property
+    def lyapunov(self) -> LyapunovSurrogate:
+        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
+        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
 
     def __check_init__(self):
-        check_common(self)
         _checks.positive("eta", self.eta)
         _checks.one_of("sum_index", self.sum_index, ("current", "lagged"))
         _checks.one_of("doubling", self.doubling, ("analytic", "observed"))
@@ -111,55 +128,40 @@ class OFWTVC(AbstractLearner):
             _checks.positive("G", self.G)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> OFWTVC:
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+        diameter: float | None = None,
+        **overrides: Any,
+    ) -> "OFWTVC":
         """Theorem 1 of 000: ``beta = 1/(2^6 G D)``, ``gamma = 1``, ``eta = D/(2 T^{3/4})``, ``lam = 1/(2 T^{3/4})``.
 
-        ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)``; any field can be overridden.
+        ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)`` (each constant can be passed by
+        name); any field can be overridden.
         """
-        G, D = theory_constants(info, cls.__name__)
+        who = f"{cls.__name__}.from_theory"
+        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
+        D = info.require("diameter", who, diameter)
         T = info.horizon
         theory = cls(beta=1.0 / (64.0 * G * D), gamma=1.0, eta=D / (2.0 * T**0.75), G=G, lam=0.5 * T**-0.75)
-        return override(theory, overrides)
-
-    def init(self, info, key):
-        del key
-        x = info.domain.center()
-        zero = jnp.zeros((), x.dtype)
-        one = jnp.asarray(1, jnp.int32)
-        return _OFWTVCState(
-            x=x,
-            anchor=x,
-            grad_sum=jnp.zeros_like(x),
-            queue=zero,
-            G_tilde=jnp.ones((), x.dtype),
-            epoch_start=one,
-            t=jnp.asarray(0, jnp.int32),
-            gap=zero,
-            lmo_state=info.domain.lmo_init(),
-            domain=info.domain,
-        )
-
-    def decide(self, state):
-        return state.x
+        return with_overrides(theory, overrides)
 
     def update(self, state, x, feedback):
-        t = state.t + 1
-        grad, Q, w = full_information_surrogate(self, feedback, x, state.queue)
+        grad, Q, w = self.lyapunov.full_information(feedback, x, state.queue)
         if self.doubling == "analytic":
             bound = self.beta * self.G * (self.gamma + w)
         else:
             bound = jnp.linalg.norm(grad.ravel())
         G_tilde, restart = restart_if_doubled(state.G_tilde, bound)  # s_{k+1} = t: a new epoch starts at t
+        t = state.t + 1
         epoch_start = jnp.where(restart, t, state.epoch_start)
-        anchor = jnp.where(restart, x, state.anchor)
-        previous = jnp.where(restart, jnp.zeros_like(grad), state.grad_sum)
-        grad_sum = previous + grad
+        lagged = self.sum_index == "lagged"
         eta_k = self.eta / G_tilde
-        summed = grad_sum if self.sum_index == "current" else previous
-        direction = eta_k * summed + 2.0 * (x - anchor)
-        sigma = jnp.minimum(1.0, 2.0 / jnp.sqrt((t - epoch_start + 1).astype(x.dtype)))
-        x_new, lmo_state, gap, _ = fw_step(state.domain, direction, x, state.lmo_state, sigma=sigma)
-        return _OFWTVCState(x_new, anchor, grad_sum, Q, G_tilde, epoch_start, t, gap, lmo_state, state.domain)
+        player = self.player.step(state.player, grad, x, eta=eta_k, sigma0=2.0, lagged=lagged, restart=restart)
+        return _TVCState(player, Q, G_tilde, epoch_start, t)
 
     def diagnostics(self, state):
         return {
@@ -167,7 +169,7 @@ class OFWTVC(AbstractLearner):
             "queue": state.queue,
             "G_tilde": state.G_tilde,
             "epoch_start": state.epoch_start,
-            "fw_gap": state.gap,
+            "fw_gap": state.player.gap,
         }
 
 
@@ -175,18 +177,7 @@ class OFWTVC(AbstractLearner):
 # Algorithm 2: SCOFW-TVC.
 
 
-class _SCOFWTVCState(eqx.Module):
-    x: Float[Array, ...]
-    grad_sum: Float[Array, ...]
-    iterate_sum: Float[Array, ...]
-    queue: Float[Array, ""]
-    t: Int[Array, ""]
-    step: Float[Array, ""]
-    lmo_state: Any
-    domain: Any  # K, from the learner's info
-
-
-class SCOFWTVC(AbstractLearner):
+class SCOFWTVC(AbstractOFWTVC):
     """SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 2).
 
     Round t, with ``C_1 = gamma beta alpha_f / 2``, ``S_t = sum_{tau<=t} grad tilde f_tau(x_tau)`` and
@@ -196,6 +187,9 @@ class SCOFWTVC(AbstractLearner):
         v_t = argmin_{x in K} <S_t + 2 C_1 (t x_t - X_t), x>                              (eq. 15)
         sigma_t = argmin_{sigma in [0, 1]} F_t^sc(x_t + sigma (v_t - x_t))   (eq. 16; Hessian 2 C_1 t I)
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                               (eq. 17)
+
+    This is SC-OFW's step (the player's ``"strongly_convex"`` rule with ``lam = 2 C_1``), which divides
+    ``F_t^sc`` by t (running means of the gradients and iterates): same ``v_t`` and ``sigma_t``.
 
     Source: 000 Alg. 2, eqs. (14)-(17) (eq. 17's ``sigma_{s_k,t}`` is a typo for ``sigma_t^sc``); spec
     §3.2. Guarantee (Thm 2, alpha_f-strongly convex f_t): Regret_T = O(T^{2/3}), CCV = O(T^{5/6}); one LMO
@@ -228,52 +222,47 @@ class SCOFWTVC(AbstractLearner):
     alpha_f: Float[Array, ""] = hyperparameter()
     lam: Float[Array, ""] = hyperparameter(default=math.nan)
     phi: str = eqx.field(static=True, default="square_plus_linear")
-    feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    player: OFWPlayer = eqx.field(default=OFWPlayer("strongly_convex"), init=False)
+
+    @property
+    def lyapunov(self) -> LyapunovSurrogate:
+        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
+        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
 
     def __check_init__(self):
-        check_common(self)
         _checks.positive("alpha_f", self.alpha_f)
 
     @classmethod
     def from_theory(
-        cls, info: ProblemInfo, *, alpha_f: float | None = None, theory: str = "proof", **overrides: Any
-    ) -> SCOFWTVC:
+        cls,
+        info: ProblemInfo,
+        *,
+        alpha_f: float | None = None,
+        theory: str = "proof",
+        grad_bound: float | None = None,
+        constraint_grad_bound: float | None = None,
+        diameter: float | None = None,
+        **overrides: Any,
+    ) -> "SCOFWTVC":
         """Theorem 2 of 000: ``gamma = G/(G + alpha_f D)``, ``Phi = x^2 + x``, beta of eq. (40) or statement.
 
-        ``alpha_f`` defaults to the problem's ``strong_convexity`` (ValueError if that is 0).
+        ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``
+        and ``D`` as in :meth:`OFWTVC.from_theory`.
         """
-        G, D, a = strongly_convex_constants(info, alpha_f, theory, cls.__name__)
+        _checks.one_of("theory", theory, ("proof", "statement"))
+        who = f"{cls.__name__}.from_theory"
+        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
+        D = info.require("diameter", who, diameter)
+        a = info.require("strong_convexity", who, alpha_f)
         T23 = info.horizon ** (2.0 / 3.0)
         beta = a / (500.0 * G * T23 * (G + a * D)) if theory == "proof" else 1.0 / (G * D * T23)
-        return override(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)
-
-    def init(self, info, key):
-        del key
-        x = info.domain.center()
-        zero = jnp.zeros((), x.dtype)
-        return _SCOFWTVCState(
-            x,
-            jnp.zeros_like(x),
-            jnp.zeros_like(x),
-            zero,
-            jnp.asarray(0, jnp.int32),
-            zero,
-            info.domain.lmo_init(),
-            info.domain,
-        )
-
-    def decide(self, state):
-        return state.x
+        return with_overrides(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)
 
     def update(self, state, x, feedback):
-        t = state.t + 1
-        grad, Q, _ = full_information_surrogate(self, feedback, x, state.queue)
-        grad_sum, iterate_sum = state.grad_sum + grad, state.iterate_sum + x
-        C1 = self.gamma * self.beta * self.alpha_f / 2.0
-        tf = t.astype(x.dtype)
-        direction = grad_sum + 2.0 * C1 * (tf * x - iterate_sum)
-        x_new, lmo_state, _, step = fw_step(state.domain, direction, x, state.lmo_state, beta=2.0 * C1 * tf)
-        return _SCOFWTVCState(x_new, grad_sum, iterate_sum, Q, t, step, lmo_state, state.domain)
+        grad, Q, _ = self.lyapunov.full_information(feedback, x, state.queue)
+        lam = self.gamma * self.beta * self.alpha_f  # 2 C_1: F_t^sc has Hessian 2 C_1 t I
+        player = self.player.step(state.player, grad, x, lam=lam)
+        return _TVCState(player, Q, state.G_tilde, state.epoch_start, state.t + 1)
 
     def diagnostics(self, state):
-        return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue, "step": state.step}
+        return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue, "step": state.player.sigma}

@@ -5,17 +5,17 @@ method on the Lyapunov drift-plus-penalty surrogate (eq. 6 of 000)
 
     tilde f_t(x) = gamma beta f_t(x) + Phi'(beta Q_t) beta g_t^+(x),    Q_t = Q_{t-1} + g_t^+(x_t)   (eq. 4),
 
-written once here (:func:`lyapunov_prime`, :func:`queue_step`, the two surrogates), with the doubling of the
-surrogate-gradient bound (:func:`double_until`), the theory constants and the parameter checks. Several
+written once here (:func:`lyapunov_prime`, :func:`queue_step`, the part :class:`LyapunovSurrogate`), with the
+doubling of the surrogate-gradient bound (:func:`double_until`) and the theory constants. Several
 constraint functions are reduced to ``g_t = max_n g_t^n`` (spec §1.1), so ``Q_t`` is the CCV of that maximum.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array
@@ -75,21 +75,44 @@ def _max_constraint(values: Array) -> Array:
     return jnp.max(values) if values.shape[0] else jnp.zeros((), values.dtype)
 
 
-def full_information_surrogate(learner, feedback, x, Q):
-    """``(grad tilde f_t(x_t), Q_t, w_t)`` from first-order feedback (eq. 6 and spec §2.1)."""
-    g, grad_g = jax.value_and_grad(lambda z: _max_constraint(feedback.constraints(z)))(x)
-    Q, w = queue_step(Q, g, learner.beta, learner.phi, learner.lam)
-    active = (g > 0).astype(x.dtype)  # h_t = grad g_t 1[g_t(x_t) > 0]
-    grad = learner.gamma * learner.beta * feedback.grad(x) + w * learner.beta * active * grad_g
-    return grad, Q, w
+class LyapunovSurrogate(eqx.Module):
+    """The surrogate of eq. (6), ``tilde f_t = gamma beta f_t + Phi'(beta Q_t) beta g_t^+``, and its queue (eq. 4).
 
+    A part every TVC learner builds from its own ``beta``, ``gamma``, ``lam`` and ``phi`` (its ``lyapunov``).
 
-def bandit_surrogate(learner, feedback, Q):
-    """``(tilde f_t(x_t), Q_t, w_t)`` from the two observed values (eq. 6 at the played point)."""
-    g = _max_constraint(feedback.constraints)
-    Q, w = queue_step(Q, g, learner.beta, learner.phi, learner.lam)
-    value = learner.gamma * learner.beta * feedback.loss + w * learner.beta * jnp.maximum(g, 0.0)
-    return value, Q, w
+    Args:
+        beta: queue scale ``> 0``.
+        gamma: loss weight ``> 0``.
+        lam: scale of ``Phi = exp(lam x) - 1`` (``> 0`` when ``phi="exp"``, unused otherwise).
+        phi: the Lyapunov function, one of :data:`PHIS` (static).
+    """
+
+    beta: Any
+    gamma: Any
+    lam: Any
+    phi: str = eqx.field(static=True)
+
+    def __check_init__(self):
+        _checks.positive("beta", self.beta)
+        _checks.positive("gamma", self.gamma)
+        _checks.one_of("phi", self.phi, PHIS)
+        if self.phi == "exp":
+            _checks.positive("lam", self.lam)
+
+    def full_information(self, feedback: Any, x: Array, Q: Array) -> tuple[Array, Array, Array]:
+        """``(grad tilde f_t(x_t), Q_t, w_t)`` from first-order feedback (eq. 6 and spec §2.1)."""
+        g, grad_g = jax.value_and_grad(lambda z: _max_constraint(feedback.constraints(z)))(x)
+        Q, w = queue_step(Q, g, self.beta, self.phi, self.lam)
+        active = (g > 0).astype(x.dtype)  # h_t = grad g_t 1[g_t(x_t) > 0]
+        grad = self.gamma * self.beta * feedback.grad(x) + w * self.beta * active * grad_g
+        return grad, Q, w
+
+    def bandit(self, feedback: Any, Q: Array) -> tuple[Array, Array, Array]:
+        """``(tilde f_t(x_t), Q_t, w_t)`` from the two observed values (eq. 6 at the played point)."""
+        g = _max_constraint(feedback.constraints)
+        Q, w = queue_step(Q, g, self.beta, self.phi, self.lam)
+        value = self.gamma * self.beta * feedback.loss + w * self.beta * jnp.maximum(g, 0.0)
+        return value, Q, w
 
 
 def double_until(G_tilde: Array, bound: Array) -> Array:
@@ -112,46 +135,24 @@ def restart_if_doubled(G_tilde: Array, bound: Array) -> tuple[Array, Array]:
 # Theory constants, parameter checks and the suite cases.
 
 
-def theory_constants(info: ProblemInfo, name: str) -> tuple[float, float]:
-    """``(G, D)``: the common Lipschitz bound of f_t and g_t (Assumption 2) and the diameter."""
-    c = info.constants
-    needed = [c.grad_bound] + ([c.constraint_grad_bound] if info.num_constraints else [])
-    if not all(math.isfinite(v) for v in needed):
-        raise ValueError(f"{name}.from_theory needs the problem constants grad_bound and constraint_grad_bound")
-    return max(needed), float(info.domain.diameter)
+def lipschitz_bound(
+    info: ProblemInfo, who: str, grad_bound: float | None = None, constraint_grad_bound: float | None = None
+) -> float:
+    """``G``: the common Lipschitz bound of f_t and g_t (Assumption 2), ``max(grad_bound, constraint_grad_bound)``.
 
-
-def strongly_convex_constants(
-    info: ProblemInfo, alpha_f: float | None, theory: str, name: str
-) -> tuple[float, float, float]:
-    """``(G, D, alpha_f)`` for the strongly convex learners (Thms 2 and 4), once ``theory`` is checked.
-
-    ``theory`` is the reading of the theorem, ``"proof"`` or ``"statement"`` (the two disagree on beta and
-    gamma); ``alpha_f`` defaults to the problem's ``strong_convexity``, and ``ValueError`` unless it is ``> 0``.
+    Each constant is read (or overridden) through :meth:`ProblemInfo.require`; ``constraint_grad_bound`` only
+    when there are constraints.
     """
-    _checks.one_of("theory", theory, ("proof", "statement"))
-    G, D = theory_constants(info, name)
-    alpha = info.constants.strong_convexity if alpha_f is None else alpha_f
-    if not alpha > 0:
-        raise ValueError(f"{name}.from_theory needs strongly convex losses: pass alpha_f > 0, got {alpha}")
-    return G, D, float(alpha)
+    G = info.require("grad_bound", who, grad_bound)
+    if info.num_constraints:
+        G = max(G, info.require("constraint_grad_bound", who, constraint_grad_bound))
+    return G
 
 
-def check_common(learner) -> None:
-    """Validate ``beta``, ``gamma``, ``phi`` and (for ``phi="exp"``) ``lam``."""
-    _checks.positive("beta", learner.beta)
-    _checks.positive("gamma", learner.gamma)
-    _checks.one_of("phi", learner.phi, PHIS)
-    if learner.phi == "exp":
-        _checks.positive("lam", learner.lam)
-
-
-def override(learner, overrides: dict[str, Any]):
+def with_overrides(learner, overrides: dict[str, Any]):
     """``learner`` with some fields replaced (``from_theory(info, beta=...)``); unknown names raise."""
-    names = [f.name for f in dataclasses.fields(learner)]
+    names = [f.name for f in dataclasses.fields(learner) if f.init]
     unknown = set(overrides) - set(names)
     if unknown:
         raise ValueError(f"unknown parameters {sorted(unknown)} for {type(learner).__name__}; valid: {names}")
-    return type(learner)(**{**{n: getattr(learner, n) for n in names}, **overrides})
-
-
+    return dataclasses.replace(learner, **overrides)

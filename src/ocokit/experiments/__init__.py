@@ -1,29 +1,25 @@
-"""The experiment registry: one module per paper; importing this package registers them all."""
+"""The experiment registry: importing this package registers every experiment (one module per paper subject)."""
 
-# Paper modules register their experiments on import; each adds its own line here.
-from ocokit.experiments import paper000 as paper000
-from ocokit.experiments import paper001 as paper001
-from ocokit.experiments import paper002 as paper002
-from ocokit.experiments import paper003 as paper003
-from ocokit.experiments import paper004 as paper004
-from ocokit.experiments._base import AbstractExperiment as AbstractExperiment
-from ocokit.experiments._base import Algorithm as Algorithm
-from ocokit.experiments._base import Claim as Claim
-from ocokit.experiments._base import ClaimResult as ClaimResult
-from ocokit.experiments._base import Report as Report
-from ocokit.experiments._base import StandardExperiment as StandardExperiment
-from ocokit.experiments._base import get as get
-from ocokit.experiments._base import names as names
-from ocokit.experiments._base import register as register
+from ocokit.experiments import matrix_completion as matrix_completion
+from ocokit.experiments import memory_predictions as memory_predictions
+from ocokit.experiments import mirror_prox as mirror_prox
+from ocokit.experiments import strongly_convex_sets as strongly_convex_sets
+from ocokit.experiments import virtual_queues as virtual_queues
+from ocokit.experiments._harness import (
+    Algorithm,
+    Claim,
+    ClaimResult,
+    Comparison,
+    Context,
+    Experiment,
+    Figure,
+    Option,
+    Outcome,
+    Report,
+    get,
+    names,
+    register,
+)  # fmt: skip
 
-__all__ = [
-    "AbstractExperiment",
-    "Algorithm",
-    "Claim",
-    "ClaimResult",
-    "Report",
-    "StandardExperiment",
-    "get",
-    "names",
-    "register",
-]
+__all__ = ["Algorithm", "Claim", "ClaimResult", "Comparison", "Context", "Experiment", "Figure", "Option",
+           "Outcome", "Report", "get", "names", "register"]  # fmt: skip

@@ -9,6 +9,5 @@ from ocokit.sets._ksparse import KSparsePolytope as KSparsePolytope
 from ocokit.sets._nuclear import NuclearNormBall as NuclearNormBall
 from ocokit.sets._simplex import Simplex as Simplex
 
-# Each family module adds its names here and to __all__.
-
-__all__ = ["AbstractSet", "Box", "KSparsePolytope", "L1Ball", "L2Ball", "LpBall", "NuclearNormBall", "Simplex"]
+# A new set adds its one export line above; __all__ lists every name exported here.
+__all__ = sorted(name for name in dir() if not name.startswith("_"))

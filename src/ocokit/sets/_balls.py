@@ -81,7 +81,6 @@ class L2Ball(_AbstractNormBall):
         Array([-1.2, -1.6], dtype=float32)
     """
 
-
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
         dtype = _dtype_of(direction)
         scale = jnp.max(jnp.abs(direction))
@@ -133,7 +132,6 @@ class L1Ball(_AbstractNormBall):
         >>> L1Ball(3, radius=2.0).lmo(jnp.array([1.0, -3.0, 0.5]))
         Array([0., 2., 0.], dtype=float32)
     """
-
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
         dtype = _dtype_of(direction)

@@ -1,7 +1,5 @@
 """The box ``{x : lower <= x <= upper}``."""
 
-
-
 from __future__ import annotations
 
 import equinox as eqx

@@ -1,7 +1,5 @@
 """The nuclear-norm (trace-norm) ball of m x n matrices, with a warm-started Lanczos LMO."""
 
-
-
 from __future__ import annotations
 
 from typing import Any

@@ -1,7 +1,5 @@
 """The (scaled, shifted) probability simplex and its capped, full-dimensional version."""
 
-
-
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """The matrix-completion experiments of paper 000 (Figs. 1-2) at small size, their claims and their tuning."""
 
+import dataclasses
 import json
 import math
 
@@ -8,7 +9,7 @@ import pytest
 
 from ocokit import experiments, run
 from ocokit.algorithms import ProblemInfo
-from ocokit.experiments import paper000
+from ocokit.experiments import matrix_completion as mc
 from ocokit.problems import synthetic_low_rank_ratings
 
 from ..problems.test_matrix_completion import write_ratings
@@ -58,23 +59,18 @@ def test_filmtrust_experiment_runs_small(small_data, tmp_path):
 
 
 def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_path):
-    exp = paper000.MatrixCompletionExperiment(
-        name="matrix-completion-movielens", paper="000 Fig. 1", title="tuning test", dataset="movielens",
-        methods=("OFW-TVC",), claims=(), default_T=5,
-    )  # fmt: skip
+    movielens = mc.MATRIX_COMPLETION_MOVIELENS
+    exp = dataclasses.replace(movielens, title="tuning test", algorithms=movielens.algorithms[:1], claims=())
     out = tmp_path / "tuned"
     report = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
     tuning = json.loads((out / "tuning.json").read_text())
     row = tuning["methods"]["OFW-TVC"]
-    assert tuning["criterion"] == paper000.CRITERION and tuning["seeds"] == [paper000.TUNE_SEED_OFFSET]
-    assert row["grid"] == list(paper000.GRID) and len(row["score"]) == len(paper000.GRID)
+    assert tuning["criterion"] == mc.CRITERION and tuning["seeds"] == [mc.TUNE_SEED_OFFSET]
+    assert row["grid"] == list(mc.GRID) and len(row["score"]) == len(mc.GRID)
     scores = np.array([np.inf if s is None or np.isnan(s) else s for s in row["score"]])
     np.testing.assert_allclose(scores[np.isfinite(scores)], (np.array(row["cumulative_loss"]) + row["ccv"])[
         np.isfinite(scores)], rtol=1e-12)  # fmt: skip
-    assert (
-        row["chosen"] == paper000.GRID[paper000._best(scores)]
-        and scores[paper000.GRID.index(row["chosen"])] == scores.min()
-    )
+    assert row["chosen"] == mc.GRID[mc._best(scores)] and scores[mc.GRID.index(row["chosen"])] == scores.min()
     assert f"beta = {row['chosen']:g} x theory (tuned now" in report.summary["OFW-TVC"]["note"]
     # each method's grid is stored as it finishes; a re-run reads it back and skips every run
     assert len(list((out / "tuning").glob("OFW-TVC-*.json"))) == 1
@@ -83,11 +79,11 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
 
 
 def test_tuning_picks_the_smallest_score_and_breaks_ties_toward_the_theory_value():
-    grid = np.array(paper000.GRID)
-    assert grid[paper000._best(np.arange(11.0))] == 1e-5  # a strict winner wins
-    assert grid[paper000._best(np.full(11, 7.0))] == 1.0  # a knob the score ignores keeps its theory value
-    assert grid[paper000._best(np.full(11, np.inf))] == 1.0  # every run diverged
-    assert grid[paper000._best(np.r_[np.inf, 3.0, 2.0, 2.0, 2.0 * (1 + 1e-6), 5.0, 2.5, 9, 9, 9, 9])] == 1e-2
+    grid = np.array(mc.GRID)
+    assert grid[mc._best(np.arange(11.0))] == 1e-5  # a strict winner wins
+    assert grid[mc._best(np.full(11, 7.0))] == 1.0  # a knob the score ignores keeps its theory value
+    assert grid[mc._best(np.full(11, np.inf))] == 1.0  # every run diverged
+    assert grid[mc._best(np.r_[np.inf, 3.0, 2.0, 2.0, 2.0 * (1 + 1e-6), 5.0, 2.5, 9, 9, 9, 9])] == 1e-2
 
 
 def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
@@ -129,19 +125,19 @@ def test_claims_compare_the_right_numbers():
 def test_recorded_constants_cover_every_method_and_lie_on_the_grid():
     for name in ("matrix-completion-movielens", "matrix-completion-filmtrust"):
         exp = experiments.get(name)
-        assert set(paper000.TUNED[name]) == {a.label for a in exp.algorithms}
-        assert all(v in paper000.GRID for v in paper000.TUNED[name].values())
-        assert exp.default_T == paper000.HORIZONS[name] and exp.default_seeds == 10 and exp.needs_data
+        assert set(mc.TUNED[name]) == {a.label for a in exp.algorithms}
+        assert all(v in mc.GRID for v in mc.TUNED[name].values())
+        assert exp.default_T == mc.HORIZONS[name] and exp.default_seeds == 10 and exp.needs_data
 
 
 def test_lbpm_never_ends_its_theory_block_within_the_horizon_so_its_eta_is_inert(small_data):
     # Why LBPM's grid need not run: K_b = 6 n M T^{1/2} is clipped to T, the first block never ends, and the
     # knob (eta) cannot change a single round.
-    problem = paper000.MATRIX_COMPLETION_FILMTRUST.make_problem(small_data, {})
+    problem = mc.make_problem("filmtrust")(12, small_data, mc.MATRIX_COMPLETION_FILMTRUST.parse_options())
     T = 12
-    lbpm = paper000.METHODS["LBPM"].build(ProblemInfo.of(problem, T))
+    lbpm = mc.METHODS["LBPM"][0](ProblemInfo.of(problem, T))
     assert int(lbpm.block_size) == T
-    runs = [run(paper000.scale_knob(lbpm, "eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
+    runs = [run(mc.scale_knob(lbpm, "eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
     for other in runs[1:]:
         np.testing.assert_array_equal(other.loss, runs[0].loss)
         np.testing.assert_array_equal(other.constraints, runs[0].constraints)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ocokit import experiments as E
-from ocokit.experiments import paper003
+from ocokit.experiments import virtual_queues
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
 
 T, SEEDS = 20, 2
@@ -76,7 +76,7 @@ def test_online_lp_end_to_end(tmp_path):
 @pytest.mark.parametrize(
     ("name", "label", "options"),
     [
-        ("online-qp", paper003.YNW_LABEL, {"extras": "true"}),
+        ("online-qp", virtual_queues.YNW_LABEL, {"extras": "true"}),
         ("job-scheduling", "Yi et al. 2023", {"prices": "synthetic"}),
     ],
 )
@@ -90,15 +90,19 @@ def test_other_experiments_run_with_one_algorithm(name, label, options, tmp_path
         assert summary["algorithms"][label]["time_average_loss"]["mean"] > 0
 
 
+def _job_problem(T, data_dir, options):
+    return virtual_queues.job_problem(T, data_dir, virtual_queues.JOB_SCHEDULING.parse_options(options))
+
+
 def test_job_scheduling_reads_real_prices(data_dir):
-    problem = paper003._job_problem(40, data_dir, {})
+    problem = _job_problem(40, data_dir, {})
     assert "hourly day-ahead prices" in problem.price_source and problem.prices.shape == (40, 10)
-    assert paper003._job_problem(40, data_dir, {"start_hour": "100"}).prices.shape == (40, 10)
+    assert _job_problem(40, data_dir, {"start_hour": "100"}).prices.shape == (40, 10)
 
 
 def test_job_scheduling_price_options(tmp_path, monkeypatch):
     monkeypatch.delenv("OCOKIT_DATA", raising=False)
-    make = paper003._job_problem
+    make = _job_problem
     assert "synthetic" in make(30, None, {"prices": "synthetic"}).price_source
     assert "synthetic" in make(30, tmp_path, {}).price_source  # auto: no data found -> labelled fallback
     with pytest.raises(FileNotFoundError):
@@ -124,7 +128,7 @@ def test_registry_lists_the_paper_algorithms_and_extras():
     for name in NAMES:
         labels = [a.label for a in E.get(name).algorithms]
         assert labels[:3] == ["COLDQ", "RECOO", THIRD[name]]
-        assert paper003.EXPERT_LABEL in labels and paper003.YNW_LABEL in labels
+        assert virtual_queues.EXPERT_LABEL in labels and virtual_queues.YNW_LABEL in labels
     assert E.get("online-qp").default_T == 5000 and E.get("job-scheduling").default_T == 2880
     assert E.get("time-varying-regression").default_seeds == 20
 
@@ -142,20 +146,20 @@ def _pair(coldq_violation, coldq_loss, recoo_violation, recoo_loss):
 
 def test_claim_checks_follow_their_statements():
     ok = _pair(59.0, 105.0, 100.0, 100.0)
-    assert paper003.CLAIM_FIG1.check(ok)[1]
-    assert not paper003.CLAIM_FIXED.check(ok)[1]  # 59% is not at most half
+    assert virtual_queues.CLAIM_FIG1.check(ok)[1]
+    assert not virtual_queues.CLAIM_FIXED.check(ok)[1]  # 59% is not at most half
     worse_loss = _pair(10.0, 111.0, 100.0, 100.0)
-    assert not paper003.CLAIM_FIG1.check(worse_loss)[1] and not paper003.CLAIM_FIXED.check(worse_loss)[1]
+    assert not virtual_queues.CLAIM_FIG1.check(worse_loss)[1] and not virtual_queues.CLAIM_FIXED.check(worse_loss)[1]
     negative = _pair(1.0, -95.0, 3.0, -100.0)
-    assert paper003.CLAIM_FIXED.check(negative)[1]  # -95 <= -100 + 10
+    assert virtual_queues.CLAIM_FIXED.check(negative)[1]  # -95 <= -100 + 10
     jobs = _summary(
         COLDQ={"time_average_loss": 9.0, "time_average_hard_violation": 2.0},
         RECOO={"time_average_loss": 10.0, "time_average_hard_violation": 1.5},
         **{"Yi et al. 2023": {"time_average_loss": 11.0, "time_average_hard_violation": 30.0}},
     )
-    text, holds = paper003.CLAIM_FIG4.check(jobs)
+    text, holds = virtual_queues.CLAIM_FIG4.check(jobs)
     assert holds and "RECOO 10" in text
     jobs["COLDQ"]["time_average_hard_violation"]["mean"] = 2.6  # more than 1 job per slot above RECOO's
-    assert not paper003.CLAIM_FIG4.check(jobs)[1]
+    assert not virtual_queues.CLAIM_FIG4.check(jobs)[1]
     results = E.get("job-scheduling").check_claims({"COLDQ": {}})
     assert not results[0].holds and "not measured" in results[0].measured

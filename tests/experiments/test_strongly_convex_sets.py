@@ -11,7 +11,7 @@ import pytest
 import ocokit
 from ocokit import experiments as E
 from ocokit.algorithms import OFWLineSearch, ProblemInfo
-from ocokit.experiments import paper001
+from ocokit.experiments import strongly_convex_sets
 from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.results import load_runs
 from ocokit.sets import L1Ball, L2Ball
@@ -19,16 +19,16 @@ from ocokit.sets import L1Ball, L2Ball
 
 def test_registered_with_the_papers_claims():
     experiment = E.get("strongly-convex-sets")
-    assert isinstance(experiment, paper001.StronglyConvexSets)
+    assert experiment is strongly_convex_sets.STRONGLY_CONVEX_SETS
     assert len(experiment.claims) == 7
-    assert {a.label for a in experiment.algorithms} == set(paper001.LEARNERS)
+    assert {a.label for a in experiment.algorithms} == set(strongly_convex_sets.LEARNERS)
 
 
 def test_horizon_grid():
-    assert paper001.horizons(4000, 6) == [125, 250, 500, 1000, 2000, 4000]
-    assert paper001.horizons(20, 6) == [8, 10, 20]
+    assert strongly_convex_sets.horizons(4000, 6) == [125, 250, 500, 1000, 2000, 4000]
+    assert strongly_convex_sets.horizons(20, 6) == [8, 10, 20]
     with pytest.raises(ValueError, match="horizons"):
-        paper001.horizons(10, 6)
+        strongly_convex_sets.horizons(10, 6)
 
 
 @pytest.mark.parametrize(
@@ -46,23 +46,24 @@ def test_bad_options_raise_value_error(options, match, tmp_path):
 
 
 def test_theorem_bounds_match_the_spec_arithmetic():
-    # Spec paper001.md §4.3: Euclidean ball, r = G = 1, T = 1000 -> Theorem 1 gives about 10,175.
+    # Spec strongly_convex_sets.md §4.3: Euclidean ball, r = G = 1, T = 1000 -> Theorem 1 gives about 10,175.
     unit = OnlineLinear(L2Ball(5, radius=1.0), drift=0.5, noise=0.5)
-    assert paper001.theorem_bound("OFW-LS", unit, 1000) == pytest.approx(10175, rel=1e-3)
-    assert paper001.theorem_bound("OFW", unit, 1000) == pytest.approx(8 * 2 * 1 * 1000**0.75)
-    assert paper001.theorem_bound("OFW-LS", OnlineLinear(L1Ball(5)), 1000) is None  # not a strongly convex set
+    assert strongly_convex_sets.theorem_bound("OFW-LS", unit, 1000) == pytest.approx(10175, rel=1e-3)
+    assert strongly_convex_sets.theorem_bound("OFW", unit, 1000) == pytest.approx(8 * 2 * 1 * 1000**0.75)
+    # not a strongly convex set:
+    assert strongly_convex_sets.theorem_bound("OFW-LS", OnlineLinear(L1Ball(5)), 1000) is None
     quad = OnlineQuadratic(L1Ball(5, radius=1.0), lam=1.0, offset=2.0, noise=1.0)
     G, D = quad.constants().grad_bound, 2.0
     C = 16 * (G + D) ** 2
     expected = 3 * math.sqrt(2) * C * 1000 ** (2 / 3) / 8 + C * math.log(1000) / 8 + G * D
-    assert paper001.theorem_bound("SC-OFW", quad, 1000) == pytest.approx(expected)
+    assert strongly_convex_sets.theorem_bound("SC-OFW", quad, 1000) == pytest.approx(expected)
 
 
 def test_small_run_end_to_end_and_equal_to_separate_runs(tmp_path):
     experiment = E.get("strongly-convex-sets")
     options = {"dim": "3", "points": "3", "settings": "l2-quadratic"}
     report = experiment.run(T=64, seeds=2, out=tmp_path, options=options)
-    grid = paper001.horizons(64, 3)
+    grid = strongly_convex_sets.horizons(64, 3)
     assert grid == [16, 32, 64]
     assert report.new_runs == 4 and report.skipped_runs == 0  # 2 learners x 2 seeds
     saved = json.loads((tmp_path / "summary.json").read_text())
@@ -77,7 +78,7 @@ def test_small_run_end_to_end_and_equal_to_separate_runs(tmp_path):
     assert entry["horizons"] == grid and entry["theory_exponent"] == pytest.approx(1 / 2)
     assert 0 < entry["bound_ratio"] < 1
     # The regret read from the T = 64 sweep's first Tb rounds equals a separate Tb-round run (same seed).
-    problem = paper001._S["l2-quadratic"].make_problem(3)
+    problem = strongly_convex_sets._S["l2-quadratic"].make_problem(3)
     runs = [c for c, m in load_runs(tmp_path) if m["algorithm"] == "OFW-LS" and m["seed"] == 1]
     separate = ocokit.run(OFWLineSearch.from_theory(ProblemInfo.of(problem, 32)), problem, 32, 1)
     expected = ocokit.metrics.static_regret(separate)

@@ -31,9 +31,7 @@ def test_gradual_variation_runs_small(tmp_path):
         report,
     )
     stats = summary["algorithms"]["MirrorProx"]
-    assert {"regret_static_T4", "regret_iid_T16", "violation_drift1_T8", "regret_exponent_T_static"} <= set(
-        stats
-    )
+    assert {"regret_static_T4", "regret_iid_T16", "violation_drift1_T8", "regret_exponent_T_static"} <= set(stats)
     claims = {c["statement"][:40]: c for c in summary["claims"]}
     lemma = next(c for s, c in claims.items() if s.startswith("Lemma 5.5"))
     assert lemma["holds"]  # a deterministic property of every run

@@ -1,0 +1,412 @@
+"""The experiment harness: an experiment is data; running, storing, resuming, plotting and claims live here.
+
+An :class:`Experiment` declares its name, paper, typed :class:`Option` s, algorithms, claims and a study
+``study(experiment, ctx) -> Outcome``: a :class:`Comparison` (algorithms x seeds, common random numbers, each
+seed's comparators computed once for all algorithms) or a sweep over T, a problem parameter or a window (a
+function of the paper module that asks ``ctx.cells`` for stored runs and fits :func:`exponent`). The harness
+parses the options once, stores one Parquet file per run keyed by its configuration and skips stored ones,
+draws the figures, checks the claims and writes ``summary.json`` (with T, seeds and options: ``plot`` redraws
+from disk, computing nothing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from ocokit import _checks, metrics
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo
+from ocokit.engine import comparators, sweep, with_comparators
+from ocokit.plotting import band_figure
+from ocokit.results import atomic_write_json, load_records, run_path, save_records
+
+Summary = dict[str, dict[str, Any]]
+"""Per algorithm label: ``{metric: {"mean": float, "std": float}, "note": str, ...}``."""
+Records = tuple[dict[str, np.ndarray], dict[str, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """A typed experiment option (``--option name=value``), checked once by the harness.
+
+    ``kind`` is int, float, bool, str or list (of ``item``: int, float or str; ints also as ``a-b``);
+    ``choices`` or the range ``[low, high]`` (``(low, high]`` with ``above=True``) restrict the values.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str = ""
+    choices: tuple = ()
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+    item: type = str
+
+    def describe(self) -> str:
+        """What a value must be, e.g. ``an integer in [0, 8759]``."""
+        kind = self.item if self.kind is list else self.kind
+        many = self.kind is list
+        noun = {int: "integer", float: "number", bool: "true or false", str: "string"}[kind]
+        noun = f"{noun}s" if many else f"{'an' if kind is int else 'a'} {noun}" if kind is not bool else noun
+        if self.choices:
+            noun = f"{'values from' if many else 'one of'} {list(self.choices)}"
+        elif self.low is not None and self.high is not None:
+            noun += f" in {'(' if self.above else '['}{self.low:g}, {self.high:g}]"
+        elif self.low is not None:
+            noun += f" {'>' if self.above else '>='} {self.low:g}"
+        return f"a comma-separated list of {noun}" if many else noun
+
+    def parse(self, text: str) -> Any:
+        """The value of ``text``; ``ValueError`` naming the option, what it accepts and what it got."""
+        if self.kind is not list:
+            return self._one(text, self.kind, text)
+        if self.choices and text.strip() == "all":
+            return list(self.choices)
+        values = []
+        for part in (p.strip() for p in text.split(",") if p.strip()):
+            if self.item is int and "-" in part[1:]:
+                lo, hi = (self._one(v, int, text) for v in part.split("-", 1))
+                values.extend(range(lo, hi + 1))
+            else:
+                values.append(self._one(part, self.item, text))
+        if not values:
+            raise ValueError(f"option {self.name} must be {self.describe()}, got {text!r}")
+        return values
+
+    def _one(self, part: str, kind: type, text: str) -> Any:
+        value = _convert(kind, part)
+        lo, hi = self.low, self.high
+        ok = value is not None and (not self.choices or value in self.choices)
+        ok = ok and (lo is None or (value > lo if self.above else value >= lo)) and (hi is None or value <= hi)
+        if not ok:
+            raise ValueError(f"option {self.name} must be {self.describe()}, got {text!r}")
+        return value
+
+
+def _convert(kind: type, text: str) -> Any:
+    if kind is bool:
+        return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.lower())
+    try:
+        return kind(text)
+    except ValueError:
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    """A compared algorithm: legend label, factory from the problem's info (``None``: not run) and a note."""
+
+    label: str
+    make: Callable[[ProblemInfo], AbstractLearner] | None
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A paper's claim as a checkable statement: ``check(summary) -> (measured text, holds)``."""
+
+    statement: str
+    check: Callable[[Summary], tuple[str, bool]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimResult:
+    """The outcome of one claim on one run of an experiment."""
+
+    statement: str
+    measured: str
+    holds: bool
+
+
+@dataclasses.dataclass
+class Report:
+    """What running an experiment produced: the summary, the claims' outcomes and the figure."""
+
+    experiment: str
+    summary: Summary
+    claims: list[ClaimResult]
+    figure: Path | None
+    skipped_runs: int = 0
+    new_runs: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON written to ``summary.json``."""
+        claims, figure = [dataclasses.asdict(c) for c in self.claims], self.figure and self.figure.name
+        return {"experiment": self.experiment, "algorithms": self.summary, "claims": claims, "figure": figure}
+
+
+class Progress:
+    """Progress hooks (the CLI passes a rich progress bar; this default is silent)."""
+
+    def start(self, label: str, total: int) -> None:
+        """A task of ``total`` steps begins."""
+
+    def advance(self, label: str, steps: int = 1) -> None:
+        """``steps`` more steps of the task are done."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """A figure to draw: ``curves[label][panel]`` of shape (runs, points), saved as ``NAME{suffix}.png``."""
+
+    curves: Mapping[str, Mapping[str, np.ndarray]]
+    suffix: str = ""
+    panels: Sequence[str] | None = None
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What a study returns: the summary, the figures (the first drawn is the report's) and extra JSON."""
+
+    summary: Summary
+    figures: Sequence[Figure] = ()
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Context:
+    """One run of a study: sizes, parsed options, and the store of runs (``compute=False``: read only)."""
+
+    experiment: Experiment
+    T: int
+    seeds: int
+    out: Path
+    data_dir: Path | None
+    options: dict[str, Any]
+    raw: dict[str, str]
+    progress: Progress
+    compute: bool = True
+    new: int = 0
+    skipped: int = 0
+
+    def cells(self, label: str, configs: Mapping[Any, dict], compute: Callable[[list], Mapping[Any, Records]]):
+        """The stored runs of ``configs`` (key -> configuration), running the missing ones with ``compute``."""
+        paths = {k: run_path(self.out, self.experiment.name, label, c) for k, c in configs.items()}
+        missing = [k for k, p in paths.items() if not p.exists()]
+        if missing and not self.compute:
+            raise ValueError(f"runs of {self.experiment.name!r} are not stored under {self.out}; run it first")
+        self.progress.start(label, len(paths))
+        self.progress.advance(label, len(paths) - len(missing))
+        if missing:
+            for k, (columns, meta) in compute(missing).items():
+                save_records(paths[k], columns, {"algorithm": label, **configs[k],
+                                                 "experiment": self.experiment.name, **meta})  # fmt: skip
+            self.progress.advance(label, len(missing))
+        self.new, self.skipped = self.new + len(missing), self.skipped + len(paths) - len(missing)
+        return {k: load_records(p) for k, p in paths.items()}
+
+
+@dataclasses.dataclass(kw_only=True)
+class Experiment:
+    """A named experiment, declared as data (module doc). ``paper`` names the paper and figure."""
+
+    name: str
+    paper: str
+    title: str
+    study: Callable[[Experiment, Context], Outcome]
+    algorithms: tuple[Algorithm, ...] = ()
+    options: tuple[Option, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    default_T: int = 1000
+    default_seeds: int = 20
+    needs_data: bool = False
+
+    def __post_init__(self):
+        self.algorithms, self.options, self.claims = tuple(self.algorithms), tuple(self.options), tuple(self.claims)
+
+    def parse_options(self, raw: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The typed options of ``raw`` (``--option`` strings), defaults filled in; unknown keys raise."""
+        raw, valid = dict(raw or {}), sorted(o.name for o in self.options)
+        if set(raw) - set(valid):
+            raise ValueError(f"unknown options {sorted(set(raw) - set(valid))} for {self.name}; valid: {valid}")
+        return {o.name: o.parse(str(raw[o.name])) if o.name in raw else o.default for o in self.options}
+
+    def run(self, *, T, seeds, out, data_dir=None, options=None, progress=None, compute=True) -> Report:
+        """Run (skipping runs stored in ``out``), write ``out/summary.json`` and the figures."""
+        _checks.positive_int("T", T)
+        _checks.positive_int("seeds", seeds)
+        raw, out = dict(options or {}), Path(out)
+        ctx = Context(self, T, seeds, out, data_dir, self.parse_options(raw), raw, progress or Progress(), compute)
+        outcome = self.study(self, ctx)
+        drawn = [_draw(f, out / f"{self.name}{f.suffix}.png") for f in outcome.figures]
+        figure = next((p for p in drawn if p is not None), None)
+        report = Report(self.name, outcome.summary, self.check_claims(outcome.summary), figure, ctx.skipped, ctx.new)
+        stored = {**report.to_json(), "T": T, "seeds": seeds, "options": raw, **outcome.extra}
+        atomic_write_json(out / "summary.json", stored)
+        return report
+
+    def plot(self, out: Path) -> Path:
+        """Redraw the figures and summary from the runs stored under ``out`` (computes nothing)."""
+        stored = json.loads((Path(out) / "summary.json").read_text())
+        report = self.run(T=stored["T"], seeds=stored["seeds"], out=out, options=stored["options"], compute=False)
+        if report.figure is None:
+            raise ValueError(f"no figure for the runs stored under {out}")
+        return report.figure
+
+    def check_claims(self, summary: Summary) -> list[ClaimResult]:
+        """Evaluate every claim; a claim whose inputs are missing reports that instead of failing."""
+        results = []
+        for claim in self.claims:
+            try:
+                measured, holds = claim.check(summary)
+            except (KeyError, StopIteration) as err:
+                measured, holds = f"not measured (missing {err})", False
+            results.append(ClaimResult(claim.statement, measured, bool(holds)))
+        return results
+
+
+def _draw(figure: Figure, path: Path) -> Path | None:
+    if not figure.curves:
+        return None
+    panels = figure.panels if figure.panels is not None else list(next(iter(figure.curves.values())))
+    return band_figure(figure.curves, panels, path, **figure.kwargs)
+
+
+def stat(values) -> dict[str, float]:
+    """Mean and standard deviation."""
+    return {"mean": float(np.mean(values)), "std": float(np.std(values))}
+
+
+def final(summary: Summary, algorithm: str, metric: str) -> float:
+    """The mean final value of ``metric`` for ``algorithm`` (KeyError if absent: the claim is unmeasured)."""
+    return summary[algorithm][metric]["mean"]
+
+
+def exponent(xs, values) -> tuple[float, float] | None:
+    """Log-log slope and its standard error (:func:`ocokit.metrics.growth_exponent`); None if unfittable."""
+    if len(xs) < 3 or min(values) <= 0:
+        return None
+    return metrics.growth_exponent(np.asarray(xs, float), np.asarray(values, float))
+
+
+def select(algorithms: Sequence[Algorithm], chosen: Sequence[str] | None) -> list[Algorithm]:
+    """The algorithms named by the option ``algorithms`` (all when ``None``), in their order."""
+    valid = [a.label for a in algorithms]
+    unknown = [c for c in chosen or () if c not in valid]
+    if unknown:
+        raise ValueError(f"option algorithms must list labels among {valid}, got {unknown} (unknown algorithms)")
+    return [a for a in algorithms if chosen is None or a.label in chosen]
+
+
+ALGORITHMS = Option("algorithms", list, None, "comma-separated labels to run (default: all)")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """The algorithms x seeds study: every algorithm on ``make_problem(T, data_dir, options)``, S seeds.
+
+    Args:
+        make_problem: the problem, from the horizon, the data folder and the parsed options.
+        panels: metrics of :data:`ocokit.metrics.ROUND_METRICS` drawn, one panel each; ``logy``: log axes.
+        make_algorithms: ``(ctx, problem) -> algorithms`` when they depend on options (default: the
+            experiment's, filtered by the option ``algorithms`` if declared).
+        describe: ``problem -> dict`` written to ``summary.json`` under ``"problem"``.
+        chunk_size: seeds vmapped at once.
+    """
+
+    make_problem: Callable[[int, Path | None, Mapping[str, Any]], Any]
+    panels: tuple[str, ...] = ("cumulative_loss", "hard_violation")
+    logy: tuple[str, ...] = ()
+    make_algorithms: Callable[[Context, Any], Sequence[Algorithm]] | None = None
+    describe: Callable[[Any], dict[str, Any]] = lambda problem: {"class": type(problem).__name__}
+    chunk_size: int = 10
+
+    def __post_init__(self):
+        unknown = set(self.panels) - set(metrics.ROUND_METRICS)
+        if unknown:
+            raise ValueError(f"panels {sorted(unknown)} are not metrics; choose from {sorted(metrics.ROUND_METRICS)}")
+
+    def __call__(self, exp: Experiment, ctx: Context) -> Outcome:
+        T, problem = ctx.T, self.make_problem(ctx.T, ctx.data_dir, ctx.options)
+        info = ProblemInfo.of(problem, T)
+        algos = self.make_algorithms(ctx, problem) if self.make_algorithms else exp.algorithms
+        env: dict[int, dict[str, Any]] = {}  # each seed's comparators, shared by the algorithms
+        curves: dict[str, dict[str, np.ndarray]] = {}
+        summary: Summary = {}
+        for algo in select(algos, ctx.options.get("algorithms")):
+            if algo.make is None:
+                continue
+            learner = algo.make(info)
+            base = {"algorithm": algo.label, "learner": eqx.tree_pformat(learner, short_arrays=False),
+                    "problem": eqx.tree_pformat(problem), "options": ctx.raw, "T": T}  # fmt: skip
+
+            def compute(missing, learner=learner):
+                done = {}
+                for start in range(0, len(missing), self.chunk_size):
+                    chunk = missing[start : start + self.chunk_size]
+                    tic = time.perf_counter()
+                    traj = sweep(learner, problem, T, chunk, chunk_size=self.chunk_size, comparators=False)
+                    traj.loss.block_until_ready()
+                    seconds = (time.perf_counter() - tic) / (T * len(chunk))
+                    traj = with_comparators(traj, self._comparators(problem, T, chunk, env))
+                    per_round = metrics.available_metrics(traj)
+                    for i, s in enumerate(chunk):
+                        cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss[i])}
+                        cons = np.asarray(traj.constraints[i])
+                        cols.update({f"g{n + 1}": cons[:, n] for n in range(cons.shape[1])})
+                        diag = {f"diag_{k}": np.asarray(v[i]) for k, v in traj.diagnostics.items()}
+                        cols.update({k: v for k, v in diag.items() if v.ndim == 1})
+                        cols.update({k: v[i] for k, v in per_round.items()})
+                        done[s] = cols, {"wall_seconds_per_round": seconds}
+                return done
+
+            records = list(ctx.cells(algo.label, {s: {**base, "seed": s} for s in range(ctx.seeds)}, compute).values())
+            names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
+            curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
+            summary[algo.label] = {k: stat(v[:, -1]) for k, v in curves[algo.label].items()}
+            seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
+            summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
+        title = f"{exp.title} ({exp.paper}, T = {T})"
+        figure = Figure(curves, panels=self.panels, kwargs={"title": title, "logy": self.logy})
+        return Outcome(summary, [figure], {"problem": self.describe(problem)})
+
+    def _comparators(self, problem, T: int, seeds: list[int], cache: dict[int, dict[str, Any]]):
+        todo = [s for s in seeds if s not in cache]
+        if todo:
+            fresh = comparators(problem, T, todo, chunk_size=self.chunk_size)
+            cache.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
+        return {k: jnp.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
+
+
+def quartiles(values) -> dict[str, float]:
+    """Mean, std, median and quartiles of the finite entries (nan if none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return dict.fromkeys(("mean", "std", "median", "q25", "q75"), math.nan)
+    q25, q50, q75 = np.percentile(v, [25, 50, 75])
+    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(q50), "q25": float(q25), "q75": float(q75)}
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    """Add ``experiment`` to the registry under its name (names are unique)."""
+    if experiment.name in _REGISTRY:
+        raise ValueError(f"an experiment named {experiment.name!r} is already registered")
+    _REGISTRY[experiment.name] = experiment
+    return experiment
+
+
+def get(name: str) -> Experiment:
+    """The registered experiment ``name``; ``ValueError`` listing the valid names otherwise."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown experiment {name!r}; available: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def names() -> list[str]:
+    """All registered experiment names, sorted."""
+    return sorted(_REGISTRY)
