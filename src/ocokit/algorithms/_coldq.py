@@ -129,13 +129,10 @@ class COLDQ(AbstractQueueLearner):
         gamma: Any,
         alpha0: Any = 1.0,
         alpha_power: Any = 0.5,
-        tol: Any = 1e-11,
-        max_iter: int = 50,
-        solver: str = "auto",
-        start: str = "origin",
+        **solver: Any,
     ):
         self.eta, self.gamma, self.alpha0, self.alpha_power = eta, gamma, alpha0, alpha_power
-        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
+        self.prox = HingeProx(**solver)  # tol, max_iter, solver, start
 
     def __check_init__(self):
         _check_queue_parameters(self.eta, self.gamma, self.alpha0, self.alpha_power)
@@ -269,14 +266,11 @@ class COLDQExpert(AbstractQueueLearner):
         alpha0: Any = 1.0,
         alpha_power: Any = 0.5,
         ratio: Any = 2.0,
-        tol: Any = 1e-11,
-        max_iter: int = 50,
-        solver: str = "auto",
-        start: str = "origin",
+        **solver: Any,
     ):
         self.num_experts, self.kappa, self.eta, self.gamma = num_experts, kappa, eta, gamma
         self.alpha0, self.alpha_power, self.ratio = alpha0, alpha_power, ratio
-        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
+        self.prox = HingeProx(**solver)  # tol, max_iter, solver, start
 
     def __check_init__(self):
         _checks.positive_int("num_experts", self.num_experts)

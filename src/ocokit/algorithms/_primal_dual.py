@@ -114,15 +114,12 @@ class RECOO(AbstractQueueLearner):
         gamma: Any = 1.0,
         eta: Any = 1.0,
         epsilon: Any = 0.01,
-        tol: Any = 1e-11,
-        max_iter: int = 50,
         queue_uses: str = "current",
-        solver: str = "auto",
-        start: str = "origin",
+        **solver: Any,
     ):
         self.alpha, self.gamma, self.eta, self.epsilon = alpha, gamma, eta, epsilon
         self.queue_uses = queue_uses
-        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
+        self.prox = HingeProx(**solver)  # tol, max_iter, solver, start
 
     def __check_init__(self):
         _checks.positive("alpha", self.alpha)
@@ -254,15 +251,12 @@ class Yi2021(AbstractQueueLearner):
         alpha0: Any = 1.0,
         gamma0: Any = 1.0,
         c: Any = 0.5,
-        tol: Any = 1e-11,
-        max_iter: int = 50,
         gamma_rule: str = "printed",
-        solver: str = "auto",
-        start: str = "origin",
+        **solver: Any,
     ):
         self.alpha0, self.gamma0, self.c = alpha0, gamma0, c
         self.gamma_rule = gamma_rule
-        self.prox = HingeProx(tol=tol, max_iter=max_iter, solver=solver, start=start)
+        self.prox = HingeProx(**solver)  # tol, max_iter, solver, start
 
     def __check_init__(self):
         _checks.positive("alpha0", self.alpha0)
