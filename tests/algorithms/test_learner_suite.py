@@ -67,10 +67,15 @@ def _count_compiles():
         logger.removeHandler(log)
 
 
+def _nudge(leaf):
+    if isinstance(leaf, float) or (eqx.is_array(leaf) and jax.numpy.issubdtype(leaf.dtype, jax.numpy.floating)):
+        return leaf * (1 + 1e-3)
+    return leaf
+
+
 def _nudged(learner):
-    """The learner with every floating-point hyperparameter leaf moved by a relative 1e-3 (new numbers)."""
-    return jax.tree.map(lambda a: a * (1 + 1e-3) if jax.numpy.issubdtype(a.dtype, jax.numpy.floating) else a,
-                        learner, is_leaf=eqx.is_array)  # fmt: skip
+    """The learner with every floating-point hyperparameter (array leaf or Python float) moved by 1e-3."""
+    return jax.tree.map(_nudge, learner, is_leaf=eqx.is_array)
 
 
 def _runs(learner, problem):
