@@ -7,9 +7,10 @@ On the Fig. 1 problem of paper 003 (``TimeVaryingRegression``: p = 10, N = 2, K 
 ``gamma = 0.5 T``), it prints, measured in this one process (compilation excluded unless said):
 
 * COLDQ's time per round inside ``ocokit.run`` against CVXPY + Clarabel solving ``P_t`` from Python every
-  round (a parameterized DPP problem in the spec's epigraph form, compiled once, as the spec §2.2 and
-  §6.6 describe the authors' code), as a ratio (target: at least 300x faster). The CVXPY loop runs the
-  first ``--cvxpy-rounds`` rounds only (it is slow); the ratio is per round.
+  round (a parameterized DPP problem in the spec's epigraph form, compiled once), as a ratio (target: at
+  least 500x faster), and against the authors' approach as their public code runs it (a CVXPY problem
+  rebuilt every round, solved by ECOS; Clarabel when ECOS is not installed), target at least 1000x. The
+  CVXPY loops run the first ``--cvxpy-rounds`` rounds only (they are slow); the ratio is per round.
 * the largest decision difference between the two over those rounds (each follows its own decisions
   from ``x_1 = 0``, same round data);
 * the wall time of the full ``--seeds``-seed Fig. 1 sweep (``ocokit.sweep``), first call (with
@@ -23,6 +24,7 @@ same rounds as a comparator-free problem) and for the full run.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import cvxpy as cp
@@ -84,6 +86,36 @@ class CvxpyCOLDQ:
         return np.array(xs)
 
 
+class RebuiltCOLDQ(CvxpyCOLDQ):
+    """COLDQ as the authors' public code runs it: a new CVXPY problem built every round, solved by ECOS.
+
+    The same epigraph program as :class:`CvxpyCOLDQ`, with the round's numbers as constants, so CVXPY
+    canonicalises it anew each round. ECOS when installed, else Clarabel (ECOS's successor as CVXPY's
+    default conic solver); the printed line names the solver used.
+    """
+
+    def __init__(self, p: int, N: int, upper: float):
+        self.p, self.N, self.upper = p, N, upper
+        self.solver = "ECOS" if "ECOS" in cp.installed_solvers() else "CLARABEL"
+
+    def run(self, rounds, T: int, eta: float, gamma: float) -> np.ndarray:
+        x, Q = np.zeros(self.p), np.full(self.N, gamma)
+        xs = [x]
+        for t in range(1, len(rounds)):
+            d = rounds[t - 1]
+            if t >= 2:
+                Q = np.maximum((1 - eta) * Q + np.maximum(d["A"] @ x - d["b"], 0), gamma)
+            grad = d["H"].T @ (d["H"] @ x - d["y"])
+            alpha = t**0.5
+            v, s = cp.Variable(self.p), cp.Variable(self.N)
+            objective = alpha * cp.sum_squares(v) + (grad - 2 * alpha * x) @ v + Q @ s
+            constraints = [s >= 0, s >= d["A"] @ v - d["b"], v >= 0, v <= self.upper]
+            cp.Problem(cp.Minimize(objective), constraints).solve(solver=self.solver)
+            x = np.clip(v.value, 0.0, None)
+            xs.append(x)
+        return np.array(xs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--T", type=int, default=1000)
@@ -115,13 +147,19 @@ def main() -> None:
 
     results = {}
     tight = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
-    for label, options in (("default", {}), ("tight", tight)):
-        reference = CvxpyCOLDQ(10, 2, 5.0, options)
+    rebuilt = RebuiltCOLDQ(10, 2, 5.0)
+    references = {
+        "CVXPY+Clarabel (default tolerances), DPP": CvxpyCOLDQ(10, 2, 5.0, {}),
+        "CVXPY+Clarabel (tight tolerances), DPP": CvxpyCOLDQ(10, 2, 5.0, tight),
+        f"CVXPY problem rebuilt every round + {rebuilt.solver} (the authors' approach)": rebuilt,
+    }
+    for label, reference in references.items():
         reference.run(rounds[:3], T, eta, gamma)  # warm-up: CVXPY compiles the parameterized problem
         tic, cpu_tic = time.perf_counter(), time.process_time()
         xs = reference.run(rounds[:R], T, eta, gamma)
         wall, cpu = time.perf_counter() - tic, time.process_time() - cpu_tic
-        results[label] = (wall / (R - 1), cpu / (R - 1), np.max(np.abs(xs - ours[:R])))
+        target = 1000 if reference is rebuilt else 500
+        results[label] = (wall / (R - 1), cpu / (R - 1), np.max(np.abs(xs - ours[:R])), target)
 
     tic = time.perf_counter()
     ocokit.sweep(learner, problem, T, args.seeds).loss.block_until_ready()
@@ -133,6 +171,7 @@ def main() -> None:
         f"Fig. 1 problem (paper 003): TimeVaryingRegression(), COLDQ Table 3, T = {T}, "
         f"device: {jax.devices()[0].platform}; times per round as wall / CPU (process) time"
     )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     print(
         f"COLDQ in ocokit.run: {1e6 * bare_wall:.1f} / {1e6 * bare_cpu:.1f} us alone, "
         f"{1e6 * full_wall:.1f} / {1e6 * full_cpu:.1f} us with the stock problem's comparator"
@@ -141,14 +180,12 @@ def main() -> None:
         f"    dual Newton steps per round: mean {iters.mean():.2f}, max {iters.max()}, "
         f"fast path (0 steps) in {np.mean(iters == 0):.0%} of rounds"
     )
-    for label, (wall, cpu, diff) in results.items():
-        print(
-            f"CVXPY+Clarabel ({label} tolerances), DPP, {R - 1} rounds from Python (the first {R} of {T}): "
-            f"{1e3 * wall:.3f} / {1e3 * cpu:.3f} ms"
-        )
+    for label, (wall, cpu, diff, target) in results.items():
+        print(f"{label}, {R - 1} rounds from Python (the first {R} of {T}): {1e3 * wall:.3f} / {1e3 * cpu:.3f} ms")
         print(
             f"    ratio, COLDQ alone: {wall / bare_wall:.0f}x (wall) / {cpu / bare_cpu:.0f}x (CPU) faster; "
-            f"with the comparator: {wall / full_wall:.0f}x / {cpu / full_cpu:.0f}x  (target >= 300x)"
+            f"with the comparator: {wall / full_wall:.0f}x / {cpu / full_cpu:.0f}x  "
+            f"(target >= {target}x)"
         )
         print(f"    largest decision difference over rounds 1..{R}: {diff:.2e}")
     print(

@@ -1,4 +1,5 @@
-"""Test configuration: float64 and strict rank promotion (the library itself never flips these)."""
+"""Test configuration: float64, strict rank promotion and, where listed, strict dtype promotion (the library itself
+never flips these)."""
 
 import os
 from pathlib import Path
@@ -21,6 +22,20 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# Strict dtype promotion (no implicit int32/int64, float32/float64 or bool/float mixing: every cast is written
+# out) for the test modules that exercise the library's numerics end to end; the others keep JAX's default.
+STRICT_PROMOTION = ("tests/sets/", "tests/algorithms/test_learner_suite.py")
+
+
+@pytest.fixture(autouse=True)
+def _strict_dtype_promotion(request):
+    path = request.path.as_posix()
+    if any(f"/{part}" in path or path.endswith(part) for part in STRICT_PROMOTION):
+        with jax.numpy_dtype_promotion("strict"):
+            yield
+    else:
+        yield
 
 
 @pytest.fixture

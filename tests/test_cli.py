@@ -1,7 +1,10 @@
 """The command line: run writes summary, runs and figure; a second run skips; errors are one line."""
 
 import json
+import os
+import re
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -36,12 +39,19 @@ def test_run_then_skip_then_plot_and_report(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["experiment"] == "cli-smoke" and summary["T"] == 20
     assert (out / "cli-smoke.png").stat().st_size > 0
-    n_runs = len(list((out / "runs").glob("*.parquet")))
+    n_runs = len(list((out / "runs").rglob("part-*.parquet")))
     assert n_runs == 2 * len(summary["algorithms"])
     second = runner.invoke(cli.app, args)
     assert second.exit_code == 0 and "0 new runs" in second.output
     assert runner.invoke(cli.app, ["plot", str(out)]).exit_code == 0
     assert "final values" in runner.invoke(cli.app, ["report", str(out)]).output
+    third = runner.invoke(cli.app, [*args, "--reuse-across-versions"])
+    assert third.exit_code == 0 and "0 new runs" in third.output
+    exported = runner.invoke(cli.app, ["export", str(out)])
+    assert exported.exit_code == 0, exported.output
+    rows = (out / "runs.csv").read_text().splitlines()
+    assert rows[0].replace('"', "").split(",")[:3] == ["experiment", "algorithm", "seed"]
+    assert len(rows) > 1 + 2 * len(summary["algorithms"]) * 20  # at least the loss of every round of every run
 
 
 def test_list_names_every_experiment(monkeypatch):
@@ -69,3 +79,84 @@ def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, argv, message):
         cli.main()
     assert exc.value.code == 2
     assert message in capsys.readouterr().out
+
+
+def test_run_json_prints_the_summary_alone_on_stdout(tmp_path):
+    out = tmp_path / "smoke"
+    result = runner.invoke(cli.app, ["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads((out / "summary.json").read_text())  # nothing else on stdout
+    assert "cli-smoke" in result.stderr and "wrote" in result.stderr  # the header and the files: stderr
+
+
+def test_tables_are_plain_markdown_off_a_terminal_or_with_plain(tmp_path):
+    out = tmp_path / "smoke"
+    args = ["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out), "--plain"]
+    assert runner.invoke(cli.app, args).exit_code == 0
+    for command in (["report", str(out)], ["report", str(out), "--plain"], ["list"], ["list", "--plain"]):
+        result = runner.invoke(cli.app, command)  # CliRunner's stdout is no terminal: plain either way
+        assert result.exit_code == 0, result.output
+        rows = [line for line in result.stdout.splitlines() if line.startswith("|")]
+        assert rows and not any(ch in result.stdout for ch in "┃│━─┏"), result.stdout  # no box drawing
+        assert len({row.replace("\\|", "").count("|") for row in rows}) == 1, result.stdout  # no row wraps
+        if command[0] == "report":
+            assert rows[0] == "| metric | OGD | OGD-slow |" and rows[1] == "|---|---:|---:|"
+            assert "cli-smoke: final values (mean ± std over seeds)" in result.stdout
+        else:
+            assert sum(row.startswith(f"| {name} |") for row in rows for name in experiments.names()) == len(
+                experiments.names()
+            )
+
+
+def test_progress_bar_shows_an_eta():
+    import io
+
+    from rich.console import Console
+
+    target = Console(file=io.StringIO(), force_terminal=True, width=200)
+    with cli._progress_bar(target) as bar:
+        task = bar.add_task("OGD", total=10)
+        bar.advance(task, 4)
+        rendered = Console(file=io.StringIO(), width=200, record=True)
+        rendered.print(bar.get_renderable())
+        text = rendered.export_text()
+    assert "OGD" in text and "4/10" in text and "ETA" in text
+    assert re.search(r"ETA (\d+:\d\d:\d\d|-:--:--)", text), text
+
+
+def _one_line_error(args: list[str]) -> str:
+    result = runner.invoke(cli.app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def test_out_that_is_a_file_is_refused_before_computing(tmp_path):
+    target = tmp_path / "results.txt"
+    target.write_text("keep me")
+    for out in (target, target / "below"):
+        message = _one_line_error(["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out)])
+        assert f"--out {out}" in message and "is a file, not a folder" in message
+    assert target.read_text() == "keep me" and [p.name for p in tmp_path.iterdir()] == ["results.txt"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes in read-only folders")
+def test_out_in_a_read_only_folder_is_refused_before_computing(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        for out in (locked, locked / "new"):
+            message = _one_line_error(["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out)])
+            assert f"--out {out} is not a writable folder" in message
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, where nothing can be created")
+def test_out_where_nothing_can_be_created_is_refused_before_computing():
+    message = _one_line_error(["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", "/proc/ocokit-results"])
+    assert message.startswith("error: --out /proc/ocokit-results is not a writable folder")
+    assert not Path("/proc/ocokit-results").exists()

@@ -16,7 +16,30 @@ def test_movielens_real(data_dir):
 def test_filmtrust_real(data_dir):
     r = datasets.load_filmtrust(data_dir)
     assert (r.n_users, r.n_items) == (1508, 2071)
-    assert r.ratings.size == 35_497 and r.ratings.min() >= 0.5 and r.ratings.max() <= 4.0
+    assert r.ratings.size == 35_494 and r.ratings.min() >= 0.5 and r.ratings.max() <= 4.0  # 35,497 lines
+
+
+def test_filmtrust_real_duplicates_keep_their_last_rating(data_dir):
+    r = datasets.load_filmtrust(data_dir)
+    pairs = {(u, i): v for u, i, v in zip(r.users.tolist(), r.items.tolist(), r.ratings.tolist(), strict=True)}
+    assert len(pairs) == r.ratings.size  # each pair once
+    # user 308 rated items 12, 207 and 235 twice: 4 then 4, 3.5 then 3, 4 then 1.5 (1-based ids in the file)
+    assert [pairs[307, i - 1] for i in (12, 207, 235)] == [4.0, 3.0, 1.5]
+
+
+@pytest.mark.parametrize("loader", ["movielens", "filmtrust"])
+def test_duplicated_pairs_keep_the_last_rating_at_its_line(tmp_path, loader):
+    rows = [(2, 1, 1.5), (1, 1, 2.0), (2, 1, 3.0), (1, 2, 1.0), (2, 1, 2.5)]
+    sep, tail = ("\t", "\t0") if loader == "movielens" else (" ", "")
+    f = tmp_path / "ratings"
+    f.write_text("".join(f"{u}{sep}{i}{sep}{v:g}{tail}\n" for u, i, v in rows))
+    r = getattr(datasets, f"load_{loader}")(f)
+    assert list(zip(r.users.tolist(), r.items.tolist(), r.ratings.tolist(), strict=True)) == [
+        (0, 0, 2.0),
+        (0, 1, 1.0),
+        (1, 0, 2.5),
+    ]
+    assert (r.n_users, r.n_items) == (2, 2) and r.dense()[1, 0] == 2.5
 
 
 def test_electricity_real(data_dir):

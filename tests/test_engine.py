@@ -103,6 +103,49 @@ def test_non_finite_loss_stops_with_the_round_index():
         ocokit.sweep(OGD(eta=0.1), problem, 20, 2)
 
 
+def test_rounds_are_the_same_whatever_T_and_the_block_size(monkeypatch):
+    # Round t's data is a pure function of (environment key, t): the engine draws rounds in blocks, and
+    # neither the horizon nor the block size (1 for a short run, 250, 7) changes a number.
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.02, decay="inverse_sqrt")
+    short = ocokit.run(learner, problem, 100, 3, record_decisions=True)  # short: drawn round by round
+    monkeypatch.setattr(ocokit.engine, "_BLOCK_FROM_T", 1)
+    long = ocokit.run(learner, problem, 1000, 3, record_decisions=True)  # 4 blocks of 250 rounds
+    monkeypatch.setattr(ocokit.engine, "_BLOCK_ROUNDS", 7)  # 143 blocks of 7 rounds; the last 4 pad past T
+    small_blocks = ocokit.run(learner, problem, 997, 3, record_decisions=True)
+    for other in (long, small_blocks):
+        for field in ("loss", "constraints", "decisions", "optimum_loss"):  # comparator_loss: best over T rounds
+            np.testing.assert_allclose(getattr(other, field)[:100], getattr(short, field), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(small_blocks.loss, long.loss[:997], rtol=1e-12)
+
+
+def test_non_finite_round_is_named_in_any_block_and_padding_rounds_never_count(monkeypatch):
+    monkeypatch.setattr(ocokit.engine, "_BLOCK_FROM_T", 1)
+    monkeypatch.setattr(ocokit.engine, "_BLOCK_ROUNDS", 3)  # T = 10: 4 blocks of 3 rounds, 2 past T
+    box = ocokit.sets.Box(-1.0, 1.0, dim=2)
+    with pytest.raises(NonFiniteError, match="non-finite loss at round 8"):
+        ocokit.run(OGD(eta=0.1), NaNAt(box, bad=8), 10)
+    traj = ocokit.run(OGD(eta=0.1), NaNAt(box, bad=11), 10)  # rounds 11 and 12 are drawn, played, dropped
+    assert traj.loss.shape == (10,) and int(traj.first_bad_round) == -1 and np.all(np.isfinite(traj.loss))
+
+
+def test_session_observe_many_equals_observe_and_names_a_bad_round():
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.01)
+    traj = ocokit.run(learner, problem, 12, 5, comparators=False)
+    env_key = ocokit.engine.split_key(jax.random.PRNGKey(5))[0]
+    datas = jax.vmap(lambda t: problem.round_data(None, jax.random.fold_in(env_key, t), t))(jnp.arange(1, 13))
+    session = ocokit.Session(learner, problem, horizon=12, key=5)
+    first = session.observe(jax.tree.map(lambda a: a[0], datas))
+    burst = session.observe_many(jax.tree.map(lambda a: a[1:9], datas))
+    rest = session.observe_many(jax.tree.map(lambda a: a[9:], datas))
+    assert session.t == 12 and burst["loss"].shape == (8,) and rest["constraints"].shape == (3, 2)
+    losses = np.concatenate([np.atleast_1d(first["loss"]), burst["loss"], rest["loss"]])
+    np.testing.assert_allclose(losses, traj.loss, rtol=1e-12)
+    nan_session = ocokit.Session(OGD(eta=0.1), NaNAt(ocokit.sets.Box(-1.0, 1.0, dim=2), bad=3), horizon=5)
+    nan_session.observe(jnp.asarray(1.0))
+    with pytest.raises(NonFiniteError, match="non-finite loss at round 3"):
+        nan_session.observe_many(jnp.asarray([1.0, jnp.nan, 1.0]))
+
+
 @pytest.mark.parametrize("T", [0, -3, 2.5])
 def test_bad_horizon(T):
     with pytest.raises(ValueError, match="T must be an integer >= 1"):

@@ -7,7 +7,11 @@ learners' trajectories are checked by the learner suite on the run it already co
 (``tests/algorithms/test_learner_suite.py::test_trajectory_matches_golden``); the experiments here.
 """
 
+import json
+
 import pytest
+
+from ocokit import experiments
 
 from .golden import generate
 from .learner_cases import cases
@@ -18,6 +22,21 @@ def test_every_suite_case_has_a_golden_trajectory():
 
 
 @pytest.mark.parametrize("spec", generate.EXPERIMENTS, ids=[e[0] for e in generate.EXPERIMENTS])
-def test_experiment_summary_matches_golden(spec):
+def test_experiment_summary_matches_golden_and_plot_recomputes_nothing(spec, tmp_path):
     name, *rest = spec
-    generate.compare(generate.experiment_summary(name, *rest), generate.golden("experiments")[name], name)
+    summary = generate.experiment_summary(name, *rest, folder=tmp_path)
+    generate.compare(summary, generate.golden("experiments")[name], name)
+    out = tmp_path / "out"
+    before = _files(out)
+    figure = experiments.get(name).plot(out)  # redraws from the stored runs: no new run, nothing rewritten
+    assert figure.is_file() and figure.parent == out
+    after = _files(out)
+    assert sorted(after) == sorted(before), "plot added or removed files"
+    changed = [p for p in before if p.suffix != ".png" and after[p] != before[p]]
+    assert not changed, f"plot rewrote {changed}"  # summary.json and every run, byte for byte and untouched
+    generate.compare(generate.numbers(json.loads((out / "summary.json").read_text())["algorithms"]), summary, name)
+
+
+def _files(out):
+    """Every file under ``out``: its bytes and modification time."""
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}

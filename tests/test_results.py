@@ -1,24 +1,181 @@
-"""Results on disk: hashing, atomic writes, round trips."""
+"""Results on disk: content keys (every collision of a printed-configuration hash), atomic writes, round trips."""
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import equinox
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from ocokit import results
+from ocokit.algorithms import OGD
+from ocokit.problems import CustomProblem, JobScheduling
+from ocokit.sets import L2Ball
+
+# ------------------------------------------------------------------------------------------ content keys
 
 
-def test_config_hash_is_stable_and_order_free():
-    a = results.config_hash({"x": 1, "y": [1, 2]})
-    assert a == results.config_hash({"y": [1, 2], "x": 1})
-    assert a != results.config_hash({"x": 2, "y": [1, 2]})
+def _load_user_module(tmp_path: Path, folder: str, source: str):
+    """Import ``source`` as a module named ``user`` (same name each time, as two users' scripts would be)."""
+    path = tmp_path / folder / "user.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("user", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def test_records_round_trip(tmp_path):
-    path = tmp_path / "runs" / "a.parquet"
-    results.save_records(path, {"t": np.arange(3), "loss": np.array([1.0, 2.0, 3.0])}, {"seed": 4})
+def _problem(loss, data=None):
+    return CustomProblem(domain=L2Ball(3), loss=loss, data=jnp.ones((4, 3)) if data is None else data)
+
+
+def _squared(c, x):
+    return jnp.sum((x - c) ** 2)
+
+
+def _key(config, **kw):
+    return results.run_path(Path("out"), "exp", "OGD", config, **kw).name
+
+
+def test_same_named_loss_functions_with_different_bodies_get_different_keys(tmp_path):
+    squared = _load_user_module(
+        tmp_path, "a", "import jax.numpy as jnp\ndef loss(c, x):\n    return jnp.sum((x - c) ** 2)\n"
+    )
+    absolute = _load_user_module(
+        tmp_path, "b", "import jax.numpy as jnp\ndef loss(c, x):\n    return jnp.sum(jnp.abs(x - c))\n"
+    )
+    assert (
+        squared.loss.__qualname__ == absolute.loss.__qualname__ and squared.loss.__module__ == absolute.loss.__module__
+    )
+    assert _key({"problem": _problem(squared.loss)}) != _key({"problem": _problem(absolute.loss)})
+
+
+def test_functions_without_source_are_keyed_by_bytecode_and_closure():
+    def compiled(body):  # no file behind it: inspect.getsource fails, the bytecode decides
+        namespace = {"jnp": jnp}
+        exec(compile(f"def loss(c, x):\n    return {body}\n", "<user>", "exec"), namespace)
+        return namespace["loss"]
+
+    assert results.fingerprint(compiled("jnp.sum((x - c) ** 2)")) == results.fingerprint(
+        compiled("jnp.sum((x - c) ** 2)")
+    )
+    assert results.fingerprint(compiled("jnp.sum((x - c) ** 2)")) != results.fingerprint(
+        compiled("jnp.sum((x - c) ** 3)")
+    )
+
+    def scaled(s):
+        return lambda c, x: s * jnp.sum((x - c) ** 2)
+
+    assert results.fingerprint(scaled(1.0)) != results.fingerprint(scaled(2.0))  # same source, other closure
+
+
+def test_lambdas_on_one_line_differ():
+    first, second = (lambda x: x + 1), (lambda x: x + 2)  # one source line for both: the bytecode tells them apart
+    assert results.fingerprint(first) != results.fingerprint(second)
+
+
+def test_hyperparameters_are_keyed_exactly():
+    assert jax.config.jax_enable_x64  # tests run in float64 (conftest): 0.1 + 1e-9 is another number
+    assert _key({"learner": OGD(eta=0.1)}) != _key({"learner": OGD(eta=0.1 + 1e-9)})
+    assert _key({"eta": 0.1}) != _key({"eta": 0.1 + 1e-9})
+    assert _key({"eta": 0.1}) != _key({"eta": np.float32(0.1)})  # dtype is content
+
+
+def test_arrays_differing_in_one_entry_get_different_keys():
+    prices = np.linspace(10.0, 80.0, 24 * 3).reshape(24, 3)
+    other = prices.copy()
+    other[5, 1] += 1.0  # same shape, same maximum, one hour's price moved
+    assert other.max() == prices.max()
+    assert _key({"problem": JobScheduling(prices)}) != _key({"problem": JobScheduling(other)})
+    assert _key({"problem": _problem(_squared, jnp.ones((4, 3)))}) != _key(
+        {"problem": _problem(_squared, jnp.ones((4, 3)).at[2, 1].set(2.0))}
+    )
+    assert _key({"a": np.zeros(4)}) != _key({"a": np.zeros((2, 2))})  # shape is content
+
+
+def test_a_library_version_change_gets_a_new_key_unless_reuse_across_versions(tmp_path, monkeypatch):
+    config = {"learner": OGD(eta=0.1), "seed": 0}
+    old = results.run_path(tmp_path, "exp", "OGD", config)
+    results.save_records(old, {"loss": np.zeros(2)}, {"seed": 0})
+    monkeypatch.setattr(equinox, "__version__", "999.0")  # an upgrade
+    new = results.run_path(tmp_path, "exp", "OGD", config)
+    assert new != old and new.parent == old.parent and not new.exists()
+    assert results.run_path(tmp_path, "exp", "OGD", config, reuse_across_versions=True) == old
+    assert results.config_hash(config) != results.config_hash(config, reuse_across_versions=True)
+    assert results.config_hash(config, reuse_across_versions=True).endswith("-any")
+    monkeypatch.undo()
+    assert results.run_path(tmp_path, "exp", "OGD", config) == old
+
+
+def test_equal_configs_built_twice_get_the_same_key():
+    def build():
+        problem = _problem(lambda c, x: jnp.sum((x - c) ** 2))
+        return {"learner": OGD(eta=0.1), "problem": problem, "T": 10, "options": {"b": [1, 2], "a": {3, 4}}}
+
+    assert _key(build()) == _key(build())
+    assert _key({"x": 1, "y": [1, 2]}) == _key({"y": [1, 2], "x": 1})  # mappings regardless of order
+    assert _key({"learner": "OGD(eta=0.1)", "seed": 0}) == _key({"seed": 0, "learner": "OGD(eta=0.1)"})  # strings
+
+
+def test_fingerprint_is_the_same_in_another_process():
+    code = (
+        "import jax; jax.config.update('jax_enable_x64', True); import jax.numpy as jnp, numpy as np;"
+        "from ocokit import results; from ocokit.algorithms import OGD;"
+        "print(results.fingerprint({'s': {'b', 'a'}, 'l': OGD(eta=0.5), 'a': np.arange(3.0), 'f': jnp.sum}))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "7", "JAX_PLATFORMS": "cpu"}
+    theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    ours = results.fingerprint({"s": {"a", "b"}, "l": OGD(eta=0.5), "a": np.arange(3.0), "f": jnp.sum})
+    assert theirs.stdout.strip() == ours
+
+
+def test_unreadable_objects_are_refused():
+    with pytest.raises(TypeError, match="traced value"):
+        jax.jit(results.fingerprint)(jnp.ones(2))
+    with pytest.raises(TypeError, match=r"cannot fingerprint builtins\.object"):
+        results.fingerprint(object())
+
+
+def test_run_path_is_a_hive_partition(tmp_path):
+    p = results.run_path(tmp_path, "exp", "SC OFW/TVC", {"seed": 3})
+    assert p.parent.parent.parent.parent == tmp_path / "runs" and p.suffix == ".parquet"
+    assert [q.split("=")[0] for q in p.relative_to(tmp_path / "runs").parts[:3]] == ["experiment", "algorithm", "seed"]
+    assert p.parent.name == "seed=3" and "/" not in p.parent.parent.name and p.name.startswith("part-")
+    assert results.run_path(tmp_path, "exp", "A", {"T": 5}).parent.name == "seed=-1"
+    with pytest.raises(ValueError, match="algorithm must be a non-empty string"):
+        results.run_path(tmp_path, "exp", "", {})
+
+
+# ------------------------------------------------------------------------------------------ records
+
+
+def test_records_round_trip_with_dtypes(tmp_path):
+    path = tmp_path / "runs" / "part-k.parquet"
+    columns = {"t": np.arange(1, 4), "loss": np.array([1.0, 2.5, -3.0]), "ok": np.array([True, False, True])}
+    columns["f32"] = np.array([0.1, 0.2, 0.3], np.float32)
+    results.save_records(path, columns, {"seed": 4, "T": 3})
     cols, meta = results.load_records(path)
-    np.testing.assert_array_equal(cols["loss"], [1.0, 2.0, 3.0])
-    assert meta == {"seed": 4}
-    assert [p.name for p in path.parent.iterdir()] == ["a.parquet"]
+    assert list(cols) == list(columns)
+    for name, col in columns.items():
+        assert cols[name].dtype == col.dtype
+        np.testing.assert_array_equal(cols[name], col)
+    assert meta["seed"] == 4 and meta["provenance"]["key"] == "k"
+    assert [p.name for p in path.parent.iterdir()] == ["part-k.parquet"]
+
+
+def test_bad_columns_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="column 'x' must be 1-D bool, int or float"):
+        results.save_records(tmp_path / "a.parquet", {"x": np.zeros((2, 2))}, {})
+    with pytest.raises(ValueError, match="equal lengths"):
+        results.save_records(tmp_path / "a.parquet", {"x": np.zeros(2), "y": np.zeros(3)}, {})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path):
@@ -32,12 +189,8 @@ def test_failed_write_leaves_nothing_behind(tmp_path):
 
 
 def test_atomic_json_overwrites(tmp_path):
-    results.atomic_write_json(tmp_path / "s.json", {"a": np.float64(1.5)})
+    results.atomic_write_json(tmp_path / "s.json", {"a": np.float64(1.5), "learner": OGD(eta=0.25)})
+    assert "OGD(eta=" in json.loads((tmp_path / "s.json").read_text())["learner"]
     results.atomic_write_json(tmp_path / "s.json", {"a": 2})
-    assert (tmp_path / "s.json").read_text().strip().endswith("}")
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 2}
     assert len(list(tmp_path.iterdir())) == 1
-
-
-def test_run_path_sanitises_labels(tmp_path):
-    p = results.run_path(tmp_path, "exp", "SC OFW/TVC", {"seed": 0})
-    assert p.parent == tmp_path / "runs" and "/" not in p.name and p.suffix == ".parquet"

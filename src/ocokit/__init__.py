@@ -10,10 +10,12 @@ the CLI does.
 
 from ocokit import algorithms as algorithms
 from ocokit import datasets as datasets
+from ocokit import executors as executors
 from ocokit import feedback as feedback
 from ocokit import metrics as metrics
 from ocokit import problems as problems
 from ocokit import sets as sets
+from ocokit._version import __version__ as __version__
 from ocokit.engine import NonFiniteError as NonFiniteError
 from ocokit.engine import Session as Session
 from ocokit.engine import Trajectory as Trajectory
@@ -23,8 +25,6 @@ from ocokit.engine import stack as stack
 from ocokit.engine import sweep as sweep
 from ocokit.engine import with_comparators as with_comparators
 
-__version__ = "0.1.0"
-
 __all__ = [
     "NonFiniteError",
     "Session",
@@ -33,6 +33,7 @@ __all__ = [
     "algorithms",
     "comparators",
     "datasets",
+    "executors",
     "feedback",
     "metrics",
     "problems",

@@ -3,7 +3,10 @@
 ``ocokit run NAME`` enables float64 (the library never does on import), runs every algorithm of the
 experiment with a progress bar, skips runs already stored under ``--out``, and writes
 ``OUT/summary.json``, one Parquet file per run under ``OUT/runs/`` and the figure ``OUT/NAME.png``; it
-then prints the summary and the paper's claims as a table (claim / measured / holds).
+then prints the summary and the paper's claims as a table (claim / measured / holds). ``--out`` is checked
+to be a writable folder before anything is computed. Tables are plain Markdown with ``--plain`` or when
+stdout is not a terminal; ``run --json`` prints ``summary.json`` on stdout and sends the rest to stderr.
+Bad input prints one line ``error: ...`` on stdout and exits 2.
 """
 
 from __future__ import annotations
@@ -15,22 +18,156 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
+from ocokit import executors
+
+_CLICK_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+"""click's base exception (usage errors, bad parameters), found from typer's public ``BadParameter``: typer
+may vendor click, so the class is not importable by one fixed name."""
+_BAD_INPUT = (ValueError, OSError, FloatingPointError)
+"""What bad input raises (a value, a file or folder, a run that diverges): one line, exit status 2."""
+
+
+class _OneLineErrors(typer.core.TyperGroup):
+    """The command group: bad input prints one line ``error: ...`` and exits non-zero, never a traceback."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _CLICK_ERRORS as err:  # a usage error (exit 2); with no arguments the help was printed already
+            if sys.argv[1:] if args is None else args:
+                _error(err.format_message())
+            sys.exit(err.exit_code)
+        except typer.Abort:
+            _error("aborted")
+            sys.exit(1)
+        except _BAD_INPUT as err:
+            _error(str(err) or type(err).__name__)
+            sys.exit(2)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error(message: str) -> None:
+    """Print ``error: message`` on one line (whitespace collapsed, no markup, no wrapping)."""
+    console.print(f"[red]error:[/red] {escape(' '.join(message.split()))}", soft_wrap=True, highlight=False)
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Online convex optimization under constraints.",
 )
 console = Console()
+status_console = Console(stderr=True)
+"""Where ``run --json`` sends what is not the summary (the progress bar, the header, the files written)."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from ocokit import __version__
+
+        typer.echo(f"ocokit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    pass
 
 
 def _experiments():
     from ocokit import experiments
 
     return experiments
+
+
+def _float64() -> None:
+    """Every command that may compute runs in float64, as ``run`` always has (the library never flips it)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    _compilation_cache()
+
+
+CACHE_ENV_VAR = "OCOKIT_CACHE_DIR"
+"""Where the CLI keeps JAX's persistent compilation cache: a folder, or empty to turn the cache off."""
+_CACHE_MAX_BYTES = 2**30
+"""The cache's size bound (1 GiB); JAX evicts the least recently used programs beyond it."""
+
+
+def _compilation_cache() -> Path | None:
+    """Turn on JAX's persistent compilation cache for this command; returns its folder (``None``: off).
+
+    A small run spends most of its wall time compiling (every learner's scan, the comparators, the
+    metrics). With the cache, a second invocation with the same shapes (same T, seeds, options, versions)
+    loads those programs from disk instead of compiling them. The folder is ``$OCOKIT_CACHE_DIR`` if set
+    (empty: no cache), else ``ocokit/jax-compilation-cache`` in the user's cache folder
+    (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows).
+    It only ever holds compiled programs, keyed by JAX on the program, the options and the versions, so
+    it is safe to delete at any time; JAX bounds it (:data:`_CACHE_MAX_BYTES`, least recently used out).
+    A cache the user configured for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is left as it is.
+    """
+    import os
+
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:  # the user's own JAX setting wins
+        return Path(jax.config.jax_compilation_cache_dir)
+    folder = os.environ.get(CACHE_ENV_VAR)
+    if folder is None:
+        if sys.platform == "darwin":
+            base = Path.home() / "Library" / "Caches"
+        elif sys.platform == "win32":
+            base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        else:
+            base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        folder = str(base / "ocokit" / "jax-compilation-cache")
+    if not folder:
+        return None
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small programs add up
+    jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
+    return Path(folder)
+
+
+MAX_SEEDS = 10_000
+"""The most ``--seeds`` of one command (each seed of each algorithm is one stored Parquet file)."""
+_VALUES_PER_ROUND = 16
+"""About how many numbers the harness keeps per round of a stored run (loss, constraints, metrics)."""
+
+
+def _check_size(exp, T: int, seeds: int, data: Path | None) -> None:
+    """Refuse, before anything is computed, a horizon, seed count or data path that cannot work."""
+    from ocokit import _checks
+    from ocokit.engine import _MAX_T
+
+    if not 1 <= T <= _MAX_T:
+        raise ValueError(f"--T must be an integer >= 1 and <= {_MAX_T}, got {T}")
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(f"--seeds must be an integer >= 1 and <= {MAX_SEEDS} (one stored run per seed), got {seeds}")
+    runs = seeds * max(1, len(exp.algorithms))
+    what = f"--T {T} --seeds {seeds} ({runs} runs, whose per-round records the harness holds)"
+    _checks.fits_in_memory(what, 8.0 * runs * T * _VALUES_PER_ROUND, "use a smaller --T or fewer --seeds")
+    if data is not None and not data.exists():
+        raise ValueError(f"--data {data} does not exist (give the folder holding the datasets)")
 
 
 class _RichProgress:
@@ -62,7 +199,36 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def print_report(report_json: dict) -> None:
+def _plain(plain: bool) -> bool:
+    """Plain Markdown tables: asked for with ``--plain``, or stdout is not a terminal (a log, a pipe)."""
+    return plain or not console.is_terminal
+
+
+def _cell(value: str) -> str:
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def print_table(title: str, columns: list[str], rows: list[list[str]], *, plain: bool, right: int = 0) -> None:
+    """Print a table: rich's box drawing, or (``plain``) a Markdown table under its title that never wraps.
+
+    The last ``right`` columns are right-aligned. Cells are plain text (no rich markup).
+    """
+    aligns = [i >= len(columns) - right for i in range(len(columns))]
+    if plain:
+        lines = [title, "", "| " + " | ".join(_cell(c) for c in columns) + " |"]
+        lines.append("|" + "|".join("---:" if a else "---" for a in aligns) + "|")
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+        console.print("\n".join(lines) + "\n", markup=False, highlight=False, soft_wrap=True)
+        return
+    table = Table(title=escape(title))
+    for column, a in zip(columns, aligns, strict=True):
+        table.add_column(escape(column), justify="right" if a else "left")
+    for row in rows:
+        table.add_row(*(escape(c) for c in row))
+    console.print(table)
+
+
+def print_report(report_json: dict, *, plain: bool = False) -> None:
     """Print a summary.json as two tables: final metrics per algorithm, and the claims."""
     algos = report_json.get("algorithms", {})
     metric_names: list[str] = []
@@ -70,44 +236,44 @@ def print_report(report_json: dict) -> None:
         for k, v in stats.items():
             if isinstance(v, dict) and "mean" in v and k not in metric_names:
                 metric_names.append(k)
-    table = Table(title=f"{report_json.get('experiment', '')}: final values (mean ± std over seeds)")
-    table.add_column("metric")
-    for label in algos:
-        table.add_column(label, justify="right")
-    for m in metric_names:
-        table.add_row(
-            m.replace("_", " "),
-            *(f"{_fmt(st[m]['mean'])} ± {_fmt(st[m]['std'])}" if m in st else "-" for st in algos.values()),
-        )
-    table.add_row(
-        "wall s / round (incl. compile)",
-        *(f"{st['wall_seconds_per_round']:.2e}" if "wall_seconds_per_round" in st else "-" for st in algos.values()),
-    )
-    console.print(table)
+    rows = [
+        [m.replace("_", " "), *(f"{_fmt(st[m]['mean'])} ± {_fmt(st[m]['std'])}" if m in st else "-"
+                                for st in algos.values())]
+        for m in metric_names
+    ]  # fmt: skip
+    wall = [f"{st['wall_seconds_per_round']:.2e}" if "wall_seconds_per_round" in st else "-" for st in algos.values()]
+    rows.append(["wall s / round (incl. compile)", *wall])
+    title = f"{report_json.get('experiment', '')}: final values (mean ± std over seeds)"
+    print_table(title, ["metric", *algos], rows, plain=_plain(plain), right=len(algos))
     claims = report_json.get("claims", [])
     if claims:
-        ctable = Table(title="paper claims")
-        ctable.add_column("claim")
-        ctable.add_column("measured")
-        ctable.add_column("holds")
-        for c in claims:
-            ctable.add_row(c["statement"], c["measured"], "[green]yes[/green]" if c["holds"] else "[red]no[/red]")
-        console.print(ctable)
+        rows = [[c["statement"], c["measured"], "yes" if c["holds"] else "no"] for c in claims]
+        print_table("paper claims", ["claim", "measured", "holds"], rows, plain=_plain(plain))
+
+
+PLAIN = typer.Option("--plain", help="print tables as plain Markdown (the default when stdout is not a terminal)")
 
 
 @app.command("list")
-def list_experiments() -> None:
+def list_experiments(plain: Annotated[bool, PLAIN] = False) -> None:
     """List the registered experiments, the algorithms each compares and its options."""
     E = _experiments()
-    table = Table(title="ocokit experiments")
-    table.add_column("name", no_wrap=True, min_width=max(len(n) for n in E.names()))
-    for col in ("paper", "what", "algorithms", "options", "default T", "seeds"):
-        table.add_column(col)
+    columns = ["name", "paper", "what", "algorithms", "options", "default T", "seeds"]
+    rows = []
     for name in E.names():
         exp = E.get(name)
         algos = ", ".join(a.label + (f" ({a.note})" if a.note else "") for a in exp.algorithms)
         options = ", ".join(f"{o.name}={o.default} ({o.describe()})" for o in exp.options)
-        table.add_row(name, exp.paper, exp.title, algos, options, str(exp.default_T), str(exp.default_seeds))
+        rows.append([name, exp.paper, exp.title, algos, options, str(exp.default_T), str(exp.default_seeds)])
+    if _plain(plain):
+        print_table("ocokit experiments", columns, rows, plain=True)
+        return
+    table = Table(title="ocokit experiments")
+    table.add_column("name", no_wrap=True, min_width=max(len(n) for n in E.names()))
+    for col in columns[1:]:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*(escape(c) for c in row))
     console.print(table)
 
 
@@ -119,69 +285,117 @@ def run_experiment(
     out: Annotated[Path | None, typer.Option("--out", help="output folder (default: results/NAME)")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="dataset folder (default: $OCOKIT_DATA)")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", help="experiment option key=value")] = None,
+    executor: Annotated[str, typer.Option("--executor", help="where runs are computed: local or ray")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port")] = None,
+    max_workers: Annotated[int | None, typer.Option("--max-workers", help="at most N units at once (ray)")] = None,
+    reuse_across_versions: Annotated[
+        bool, typer.Option("--reuse-across-versions", help="reuse runs stored by other ocokit/jax/equinox versions")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print summary.json on stdout, and nothing else (the rest to stderr)")
+    ] = False,
+    plain: Annotated[bool, PLAIN] = False,
 ) -> None:
     """Run an experiment, skipping runs already stored in OUT; write summary.json, runs and the figure."""
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+    _float64()
     E = _experiments()
     exp = E.get(name)
     T = exp.default_T if T is None else T
     seeds = exp.default_seeds if seeds is None else seeds
-    if T < 1:
-        raise ValueError(f"--T must be an integer >= 1, got {T}")
-    if seeds < 1:
-        raise ValueError(f"--seeds must be an integer >= 1, got {seeds}")
+    _check_size(exp, T, seeds, data)
     out = Path("results") / name if out is None else out
     options = _parse_options(option or [])
-    console.print(f"[bold]{name}[/bold] ({exp.paper}): T = {T}, seeds = {seeds}, out = {out}")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        report = exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options, progress=_RichProgress(bar))
-    print_report(report.to_json())
-    console.print(
+    exp.parse_options(options)  # typed: a bad option fails here, before anything is printed or computed
+    from ocokit.results import check_writable_folder
+
+    check_writable_folder(out, "--out")  # before computing: a file, a read-only folder fail now, in one line
+    runner = _executor(executor, address, max_workers)
+    status = status_console if as_json else console
+    header = f"[bold]{escape(name)}[/bold] ({exp.paper}): T = {T}, seeds = {seeds}, out = {escape(str(out))}"
+    status.print(header, soft_wrap=True)
+    if executor != "local":
+        status.print(f"executor: {runner.describe()}", soft_wrap=True)
+    try:
+        with _progress_bar(status) as bar:
+            report = exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options,
+                             progress=_RichProgress(bar), executor=runner,
+                             reuse_across_versions=reuse_across_versions)  # fmt: skip
+    except executors.UnitError as err:  # a unit failed on a worker: one line; the finished runs are stored
+        console.print(f"[red]error:[/red] {escape(str(err))}")
+        raise SystemExit(2) from None
+    if as_json:
+        typer.echo(json.dumps(_read_summary(out), indent=2, sort_keys=True))
+    else:
+        print_report(report.to_json(), plain=plain)
+    status.print(
         f"wrote {out / 'summary.json'}"
         + (f" and {report.figure}" if report.figure else "")
-        + f" ({report.new_runs} new runs, {report.skipped_runs} found on disk)"
+        + f" ({report.new_runs} new runs, {report.skipped_runs} found on disk)",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
+
+
+def _progress_bar(target: Console) -> Progress:
+    """The progress bar of ``run``: per task, done / total, time elapsed and the estimated time remaining."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())  # fmt: skip
+    return Progress(*columns, console=target, transient=False)
+
+
+def _executor(name: str, address: str | None, max_workers: int | None) -> executors.AbstractExecutor:
+    """The executor of ``--executor/--address/--max-workers``; without Ray installed, one line and exit 2."""
+    try:
+        return executors.get(name, address=address, max_workers=max_workers)
+    except ImportError as err:
+        console.print(f"[red]error:[/red] {escape(str(err))}")
+        raise SystemExit(2) from None
 
 
 @app.command("plot")
 def plot(out: Annotated[Path, typer.Argument(help="an output folder of `ocokit run`")]) -> None:
-    """Redraw the figure of a finished run from its stored records."""
+    """Redraw the figure of a finished run from its stored records (read only: summary.json and the runs stay)."""
+    _float64()
     summary = _read_summary(out)
     figure = _experiments().get(summary["experiment"]).plot(out)
     console.print(f"wrote {figure}")
 
 
+@app.command("export")
+def export(
+    out: Annotated[Path, typer.Argument(help="an output folder of `ocokit run`")],
+    dest: Annotated[Path | None, typer.Option("--csv", help="the CSV file to write (default: OUT/runs.csv)")] = None,
+) -> None:
+    """Write every stored run of OUT as one tidy CSV table (experiment, algorithm, seed, round, quantity, value)."""
+    from ocokit.results import export_csv
+
+    _read_summary(out)
+    console.print(f"wrote {export_csv(out, dest)}")
+
+
 @app.command("report")
-def report(out: Annotated[Path, typer.Argument(help="an output folder of `ocokit run`")]) -> None:
+def report(
+    out: Annotated[Path, typer.Argument(help="an output folder of `ocokit run`")], plain: Annotated[bool, PLAIN] = False
+) -> None:
     """Print the summary and the claims of a finished run."""
-    print_report(_read_summary(out))
+    print_report(_read_summary(out), plain=plain)
 
 
 def _read_summary(out: Path) -> dict:
     path = Path(out) / "summary.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run `ocokit run NAME --out {out}` first")
-    return json.loads(path.read_text())
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    fields = {"experiment": str, "algorithms": dict, "T": int, "seeds": int, "options": dict}
+    if not isinstance(summary, dict) or not all(isinstance(summary.get(k), t) for k, t in fields.items()):
+        raise ValueError(f"{path} is not a summary of `ocokit run` (it needs the fields {', '.join(fields)})")
+    return summary
 
 
 def main() -> None:
-    """Entry point of the ``ocokit`` console script; errors print one line and exit with status 2."""
-    try:
-        app(standalone_mode=False)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (ValueError, FileNotFoundError) as err:
-        console.print(f"[red]error:[/red] {err}")
-        sys.exit(2)
-    except Exception as err:  # click's usage errors (typer vendors click; match by interface)
-        if hasattr(err, "show") and hasattr(err, "exit_code"):
-            if type(err).__name__ != "NoArgsIsHelpError":  # help was printed already
-                err.show()
-            sys.exit(err.exit_code)
-        raise
+    """Entry point of the ``ocokit`` console script; errors print one line and exit non-zero."""
+    app()
 
 
 if __name__ == "__main__":

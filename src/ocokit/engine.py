@@ -7,10 +7,13 @@ batch of learners (a hyperparameter grid made with :func:`stack`), in chunks of 
 
 Randomness: a run's key is split into an environment key (round data, via ``fold_in(env_key, t)``) and a
 learner key. Runs given the same key face identical rounds, whatever the learner (common random numbers).
+A long run draws its rounds in blocks (the per-round draw vmapped over B rounds; :func:`_scan_rounds`),
+with the same numbers: round t's data depends on the environment key and t only, never on T or B.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +29,9 @@ from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback
 from ocokit.problems._base import AbstractProblem
 
 _QUANTITIES = ("loss", "constraints", "decision")
+_MAX_T = 2**31 - 1  # rounds are counted in int32
+_SEEDS = (-(2**63), 2**63 - 1)  # what jax.random.PRNGKey accepts
+_KEYS_RULE = "a number of seeds (an integer >= 1), a non-empty list of integer seeds or a batch of PRNG keys"
 
 
 class NonFiniteError(FloatingPointError):
@@ -66,14 +72,90 @@ def split_key(key: PRNGKeyArray) -> tuple[PRNGKeyArray, PRNGKeyArray]:
     return jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
 
 
-def _check_compatible(learner: AbstractLearner, problem: AbstractProblem, T: int) -> None:
-    _checks.positive_int("T", T)
+def _check_compatible(learner: AbstractLearner, problem: AbstractProblem, T: Any, name: str = "T") -> int:
+    """Validate the entry arguments; returns ``T`` as a Python ``int`` (any integer type is accepted)."""
+    T = _checks.integer(name, T, 1, _MAX_T)
     if not isinstance(learner, AbstractLearner):
         raise ValueError(f"learner must be an ocokit AbstractLearner, got {type(learner).__name__}")
     if not isinstance(problem, AbstractProblem):
         raise ValueError(f"problem must be an ocokit AbstractProblem, got {type(problem).__name__}")
     if not isinstance(getattr(type(learner), "feedback", None), FeedbackKind):
         raise ValueError(f"{type(learner).__name__} declares no feedback kind (a FeedbackKind class attribute)")
+    return T
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
+
+
+def _check_memory(what: str, problem: AbstractProblem, T: int, runs: int, chunk: int, decisions: bool, env: bool):
+    """Refuse up front a call that would not fit in memory (instead of allocating until XLA fails).
+
+    The estimate, from shapes only (``jax.eval_shape``; nothing is compiled): the result holds ``runs`` x T
+    rounds of records (the loss, the N constraint values, the two comparator losses if computed, the
+    decision if recorded; not the learner's diagnostics); each of the ``chunk`` runs computed at once also
+    holds its episode and, for the comparators, five times its round data per round (``best_fixed`` stacks
+    every round's data; drawing it vmapped over the rounds peaks at about 4.4 times the data's size for
+    :class:`~ocokit.problems.TimeVaryingRegression`).
+    """
+    itemsize = 8 if jax.config.jax_enable_x64 else 4
+    values = 1 + problem.num_constraints + (2 if env else 0) + (int(np.prod(problem.domain.shape)) if decisions else 0)
+    episode, data = _footprint(problem, T, env)
+    records = float(T) * values * itemsize
+    nbytes = runs * records + chunk * (records + 5.0 * T * data + episode)
+    reduce = "use a smaller T" + (", fewer seeds per call or a smaller chunk_size" if runs > 1 else "")
+    reduce += " (or record_decisions=False)" if decisions else ""
+    _checks.fits_in_memory(f"{what} of {runs} run(s) x T = {T} rounds", nbytes, reduce)
+
+
+_FOOTPRINTS: dict[Any, tuple[int, int]] = {}
+
+
+def _footprint(problem: AbstractProblem, T: int, env: bool) -> tuple[int, int]:
+    """Bytes of ``problem``'s episode and (with ``env``) of one round's data, from shapes only.
+
+    ``jax.eval_shape`` traces the episode and the round (milliseconds), so the result is remembered per
+    problem structure (static fields and array shapes, not the numbers), T and ``env``.
+    """
+    arrays, static = eqx.partition(problem, eqx.is_array)
+    shapes = tuple((a.shape, str(a.dtype)) for a in jax.tree.leaves(arrays))
+    cache_key = (static, shapes, T, env, jax.config.jax_enable_x64)
+    try:
+        return _FOOTPRINTS[cache_key]
+    except TypeError:  # a structure that cannot be hashed (a dict-valued static field): not remembered
+        cache_key = None
+    except KeyError:
+        pass
+    key, t = jax.random.PRNGKey(0), jax.ShapeDtypeStruct((), jnp.int32)
+    try:
+        episode = jax.eval_shape(lambda k: problem.episode(k, T), key)
+        data = _nbytes(jax.eval_shape(lambda ep, t: problem.round_data(ep, key, t), episode, t)) if env else 0
+    except Exception:  # a problem whose episode cannot be traced abstractly (host code): estimated without it
+        episode, data = None, 0
+    if cache_key is not None:
+        if len(_FOOTPRINTS) >= 256:
+            _FOOTPRINTS.clear()
+        _FOOTPRINTS[cache_key] = (_nbytes(episode), data)
+    return _nbytes(episode), data
+
+
+def _as_key(key: Any) -> PRNGKeyArray:
+    """One run's key: an integer seed (any integer type) or a PRNG key."""
+    if isinstance(key, jax.Array | np.ndarray) and _is_key_batch(key, single=True):
+        return key
+    try:
+        return jax.random.PRNGKey(_checks.integer("key", key, *_SEEDS))
+    except ValueError:
+        rule = "an integer seed in [-2**63, 2**63 - 1] or a PRNG key (jax.random.PRNGKey(seed))"
+        raise ValueError(f"key must be {rule}, got {key!r}") from None
+
+
+def _is_key_batch(keys: Any, single: bool = False) -> bool:
+    """Whether ``keys`` is a PRNG key (``single``) or a batch of them: typed keys, or raw uint32 pairs."""
+    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    ndim = keys.ndim - (0 if typed else 1)
+    shaped = typed or (keys.dtype == np.uint32 and keys.ndim >= 1 and keys.shape[-1] == 2)
+    return shaped and ndim == (0 if single else 1)
 
 
 def _window(history: Array, x: Array) -> Array:
@@ -104,6 +186,98 @@ def _before_round_one(learner: AbstractLearner, problem: AbstractProblem, state,
     return learner.prepare(state, feedback)
 
 
+_BLOCK_ROUNDS = 256
+"""At most this many rounds are drawn at once (the engine's block size B, not a user knob)."""
+_BLOCK_BYTES = 2**22
+"""...and at most about this many bytes of round data (4 MiB): a problem with large rounds (matrix
+completion's dense ``P_t``) draws fewer rounds per block, so a block stays in cache and memory stays bounded."""
+_BLOCK_FROM_T = 4096
+"""Runs shorter than this draw round by round (B = 1, one plain scan): XLA compiles a draw vectorised over a
+block about twice as slowly on the CPU (about 1-2 s more for a Fig. 1 run), which a short run, dominated by
+compiling, never earns back (at d = 10 the block draw saves about 5 us per round and run)."""
+
+
+def _blocks(problem: AbstractProblem, episode, env_key: PRNGKeyArray, T: int) -> tuple[int, int]:
+    """How a run of T rounds is cut into blocks: ``(number of blocks, rounds per block B)``.
+
+    B is at most :data:`_BLOCK_ROUNDS` rounds and :data:`_BLOCK_BYTES` bytes of round data (from shapes
+    only, ``jax.eval_shape``), then evened out over the blocks, so the rounds past T that pad the last
+    block are fewer than the number of blocks (under 1/B of the run; a run of T <= B rounds is one exact
+    block). A run shorter than :data:`_BLOCK_FROM_T` rounds is T blocks of one round. The numbers never
+    depend on B: round t's data is drawn from ``(env_key, t)`` alone.
+    """
+    if T < _BLOCK_FROM_T:
+        return T, 1
+    shapes = jax.eval_shape(problem.round_data, episode, env_key, jnp.asarray(1, jnp.int32))
+    cap = min(_BLOCK_ROUNDS, T, max(1, _BLOCK_BYTES // max(1, _nbytes(shapes))))
+    blocks = -(-T // cap)
+    return blocks, -(-T // blocks)
+
+
+def _block_rounds(blocks: int, B: int) -> Int[Array, "blocks B"]:
+    """The 1-based rounds of each block, one block per row (the last block may run past T)."""
+    return jnp.arange(1, blocks * B + 1, dtype=jnp.int32).reshape(blocks, B)
+
+
+def _draw_block(problem: AbstractProblem, episode, env_key: PRNGKeyArray, ts: Int[Array, " B"]):
+    """The round data of rounds ``ts``, stacked: the per-round draw ``round_data(episode, fold_in(env_key, t),
+    t)``, vmapped over the block's rounds.
+
+    One vectorised draw per block instead of B small ones (the random bits of many rounds are generated
+    together), with the very numbers of the per-round draw: round t's data stays a pure function of the
+    environment key and t, whatever T and B are (common random numbers, unchanged).
+    """
+    return jax.vmap(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+
+
+def _scan_rounds(problem: AbstractProblem, episode, env_key: PRNGKeyArray, T: int, carry, play, environment):
+    """Rounds 1..T: ``play(carry, (data, t)) -> (carry, out)`` in order, and ``environment(data)`` (the
+    comparator losses: they depend on the round alone); returns their per-round records, ``(T, ...)`` each.
+
+    An outer scan over blocks of B rounds (:func:`_blocks`): each block draws its rounds at once
+    (:func:`_draw_block`), plays them in an inner scan and computes ``environment`` vmapped over the block
+    (a batch of per-round optima). Rounds past T in the last block are played, never reported. With B = 1,
+    one plain scan that draws each round in its body.
+    """
+    blocks, B = _blocks(problem, episode, env_key, T)
+    if B == 1:
+
+        def one(carry, t):
+            data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+            carry, out = play(carry, (data, t))
+            return carry, (out, environment(data))
+
+        return jax.lax.scan(one, carry, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
+
+    def block(carry, ts):
+        datas = _draw_block(problem, episode, env_key, ts)
+        carry, out = jax.lax.scan(play, carry, (datas, ts))
+        return carry, (out, jax.vmap(environment, axis_size=B)(datas))
+
+    return _unblock(jax.lax.scan(block, carry, _block_rounds(blocks, B))[1], T)
+
+
+def _unblock(tree: Any, T: int) -> Any:
+    """Per-round records of shape ``(blocks, B, ...)`` as ``(T, ...)``: blocks joined, padding rounds dropped."""
+    return jax.tree.map(lambda a: a.reshape(a.shape[0] * a.shape[1], *a.shape[2:])[:T], tree)
+
+
+def _first_bad(loss: Array, cons: Array, x_finite: Array) -> tuple[Array, Array]:
+    """``(first_bad_round, bad_quantity)`` from a run's records: the first 1-based round whose loss,
+    constraints or decision is non-finite and which of the three (``-1, -1`` if none).
+
+    Computed once, vectorised over the whole trajectory after the scan, rather than carried round by round:
+    the scan body only records whether the decision was finite (loss and constraints are recorded anyway).
+    """
+    finite = jnp.stack([jnp.isfinite(loss), jnp.all(jnp.isfinite(cons), axis=-1), x_finite], axis=-1)
+    bad = ~jnp.all(finite, axis=-1)
+    first = jnp.argmax(bad)
+    found = bad[first]
+    bad_round = jnp.where(found, first + 1, -1).astype(jnp.int32)
+    bad_what = jnp.where(found, jnp.argmin(finite[first]), -1).astype(jnp.int32)
+    return bad_round, bad_what
+
+
 def _comparator_losses(problem: AbstractProblem, data, x_star, h: int, comparators: bool) -> dict[str, Array]:
     """Round data's losses at the best fixed point and at the round's own constrained optimum."""
     env = {}
@@ -121,11 +295,10 @@ def _comparators_one(problem: AbstractProblem, T: int, key: PRNGKeyArray) -> dic
     x_star = problem.best_fixed(episode, env_key, T)
     h = problem.memory()
 
-    def body(_, t):
-        data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
-        return None, _comparator_losses(problem, data, x_star, h, True)
+    def environment(data):
+        return _comparator_losses(problem, data, x_star, h, True)
 
-    return jax.lax.scan(body, None, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
+    return _scan_rounds(problem, episode, env_key, T, None, lambda carry, _: (carry, None), environment)[1]
 
 
 @eqx.filter_jit
@@ -155,10 +328,11 @@ def comparators(
         >>> traj.optimum_loss.shape
         (3, 20)
     """
-    _checks.positive_int("T", T)
+    T = _checks.integer("T", T, 1, _MAX_T)
     _checks.positive_int("chunk_size", chunk_size)
+    S = _count_keys(keys)
+    _check_memory("comparators", problem, T, S, min(chunk_size, S), False, True)
     keys = _as_keys(keys)
-    S = keys.shape[0]
     size = min(chunk_size, S)
     pieces = []
     for start in range(0, S, size):
@@ -191,7 +365,11 @@ def _run(
     record_decisions: bool,
     comparators: bool = True,
 ):
-    """One game of T rounds of one learner."""
+    """One game of T rounds of one learner, played by :func:`_scan_rounds` (rounds drawn in blocks).
+
+    The round body holds the game's arithmetic and little else: the non-finite bookkeeping is done once on
+    the records after the scan (:func:`_first_bad`).
+    """
     env_key, learner_key = split_key(key)
     info = ProblemInfo.of(problem, T)
     h = info.memory
@@ -199,9 +377,10 @@ def _run(
     episode = problem.episode(env_key, T)
     x_star = problem.best_fixed(episode, env_key, T) if comparators else None
 
-    def play(carry, data, t):
+    def play(carry, round_):
         """Round ``t``: decide, suffer, observe, update."""
-        state, history, bad_round, bad_what = carry
+        state, history = carry
+        data, t = round_
         x = learner.decide(state)
         window = _window(history, x) if h > 1 else None
         loss = problem.loss(data, window if h > 1 else x)
@@ -209,24 +388,18 @@ def _run(
         feedback = make_feedback(kind, problem, data, loss, cons, episode=episode, env_key=env_key, t=t)
         new_state = learner.update(state, x, feedback)
         out = {"loss": loss, "constraints": cons, "diagnostics": learner.diagnostics(new_state)}
+        out["x_finite"] = jnp.all(jnp.isfinite(x))
         if record_decisions:
             out["decision"] = x
-        finite = jnp.stack([jnp.isfinite(loss), jnp.all(jnp.isfinite(cons)), jnp.all(jnp.isfinite(x))])
-        is_new_bad = (bad_round < 0) & ~jnp.all(finite)
-        bad_what = jnp.where(is_new_bad, jnp.argmin(finite).astype(jnp.int32), bad_what)
-        bad_round = jnp.where(is_new_bad, t, bad_round)
-        return (new_state, window if h > 1 else history, bad_round, bad_what), out
+        return (new_state, window if h > 1 else history), out
 
-    def body(carry, t):
-        data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
-        carry, out = play(carry, data, t)
-        return carry, (out, _comparator_losses(problem, data, x_star, h, comparators))
+    def environment(data):
+        return _comparator_losses(problem, data, x_star, h, comparators)
 
     state = _before_round_one(learner, problem, learner.init(info, learner_key), episode, env_key)
-    minus_one = jnp.asarray(-1, dtype=jnp.int32)
-    carry0 = (state, _initial_history(problem, learner.decide(state), h), minus_one, minus_one)
-    ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-    (_, _, bad_round, bad_what), (out, env) = jax.lax.scan(body, carry0, ts)
+    carry0 = (state, _initial_history(problem, learner.decide(state), h))
+    out, env = _scan_rounds(problem, episode, env_key, T, carry0, play, environment)
+    bad_round, bad_what = _first_bad(out["loss"], out["constraints"], out["x_finite"])
     return Trajectory(
         loss=out["loss"],
         constraints=out["constraints"],
@@ -308,8 +481,9 @@ def run(
         >>> traj.loss.shape, traj.constraints.shape
         ((50,), (50, 2))
     """
-    _check_compatible(learner, problem, T)
-    key = jax.random.PRNGKey(key) if isinstance(key, int) else key
+    T = _check_compatible(learner, problem, T)
+    key = _as_key(key)
+    _check_memory("run", problem, T, 1, 1, record_decisions, comparators)
     traj = _run_jit(learner, problem, T, key, record_decisions, comparators)
     if throw:
         _raise_if_bad(traj)
@@ -331,12 +505,34 @@ def stack(learners: Sequence[AbstractLearner]) -> AbstractLearner:
     return eqx.combine(jax.tree.map(lambda *xs: jnp.stack(xs), *arrays), static)
 
 
+def _count_keys(keys: Any) -> int:
+    """The number S of runs ``keys`` asks for, after checking it (one line naming ``keys`` otherwise)."""
+    if isinstance(keys, int | np.integer) and not isinstance(keys, bool):
+        return _checks.integer("keys", keys, 1)
+    if isinstance(keys, jax.Array | np.ndarray) and _is_key_batch(keys):
+        if keys.shape[0] < 1:
+            raise ValueError(f"keys must be {_KEYS_RULE}, got an empty batch of keys")
+        return int(keys.shape[0])
+    if isinstance(keys, list | tuple | range) or (isinstance(keys, np.ndarray | jax.Array) and keys.ndim == 1):
+        if len(keys) == 0:
+            raise ValueError(f"keys must be {_KEYS_RULE}, got an empty {type(keys).__name__}")
+        if getattr(keys, "dtype", None) == np.uint32 and len(keys) == 2:
+            raise ValueError(f"keys must be {_KEYS_RULE}, got one PRNG key (use jax.random.split(key, S))")
+        for i, seed in enumerate(keys if not isinstance(keys, range) else (keys[0], keys[-1])):
+            try:
+                _checks.integer("seed", seed, *_SEEDS)
+            except ValueError as err:
+                raise ValueError(f"keys[{i}] must be an integer seed in [-2**63, 2**63 - 1], got {seed!r}") from err
+        return len(keys)
+    raise ValueError(f"keys must be {_KEYS_RULE}, got {keys!r}")
+
+
 def _as_keys(keys: PRNGKeyArray | Sequence[int] | int) -> PRNGKeyArray:
     """A batch of PRNG keys from a count S (seeds ``0..S-1``), a list of seeds, or keys."""
-    if isinstance(keys, int):
-        _checks.positive_int("keys", keys)
-        keys = list(range(keys))
-    if isinstance(keys, list | tuple | range):
+    _count_keys(keys)
+    if isinstance(keys, int | np.integer):
+        keys = list(range(int(keys)))
+    if isinstance(keys, list | tuple | range) or not _is_key_batch(keys):
         keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in keys])
     return keys
 
@@ -379,17 +575,18 @@ def sweep(
         A :class:`Trajectory` with leading axes ``(S, ...)``, or ``(B, S, ...)`` for a batched learner.
         Run ``(b, s)`` uses seed ``s``: every grid point faces the same rounds.
     """
-    _check_compatible(learner, problem, T)
+    T = _check_compatible(learner, problem, T)
     _checks.positive_int("chunk_size", chunk_size)
-    keys = _as_keys(keys)
-    S = keys.shape[0]
-    per_chunk = chunk_size
+    S = _count_keys(keys)
+    per_chunk, B = chunk_size, 1
     if batched_learner:
         B = _batched(learner)
         if B is None or B < 1:
             raise ValueError("batched_learner=True needs learner leaves with one shared leading axis (see stack)")
         per_chunk = max(1, chunk_size // B)
     size = min(per_chunk, S)
+    _check_memory("sweep", problem, T, S * B, size * B, record_decisions, comparators)
+    keys = _as_keys(keys)
     pieces = []
     for start in range(0, S, size):
         idx = np.arange(start, start + size) % S  # pad the last chunk by wrapping around
@@ -415,8 +612,16 @@ class Session:
 
     ``decide()`` returns the decision to play; ``observe(data)`` takes that round's data in the format
     of ``problem.round_data`` (for :class:`~ocokit.problems.CustomProblem`, one entry of its data),
-    evaluates loss and constraints at the played point and updates the learner. Each call is compiled
-    once; a non-finite value raises :class:`NonFiniteError` naming the round.
+    evaluates loss and constraints at the played point and updates the learner; ``observe_many(datas)``
+    absorbs a burst of rounds (each leaf stacked on a leading axis) at once. A non-finite loss, constraint
+    value or decision raises :class:`NonFiniteError` naming the round (the state has then absorbed it).
+
+    Design: one compiled call per round. ``observe`` runs the round's loss, constraints, feedback and
+    update *and the next decision* in a single program whose learner, problem and state stay on the
+    device; the host receives only the loss, the constraint values and three finiteness flags, in one
+    transfer, and the decision when ``decide()`` asks for it. ``observe_many`` runs the same round body in
+    a ``lax.scan`` over the burst (a burst of a new length compiles once). The programs are compiled once
+    per learner and problem structure, shared by every session of that structure (numbers are arguments).
 
     Example:
         >>> import ocokit
@@ -429,43 +634,116 @@ class Session:
     """
 
     def __init__(self, learner: AbstractLearner, problem: AbstractProblem, *, horizon: int, key=0):
-        _check_compatible(learner, problem, horizon)
+        horizon = _check_compatible(learner, problem, horizon, "horizon")
         self.learner, self.problem = learner, problem
-        self.key = jax.random.PRNGKey(key) if isinstance(key, int) else key
+        self.key = _as_key(key)
         self.info = ProblemInfo.of(problem, horizon)
-        self.state = eqx.filter_jit(learner.init)(self.info, split_key(self.key)[1])
+        params, static = eqx.partition((learner, problem), eqx.is_array)
+        state, self._history, self._x = _session_start(learner, problem, self.info, split_key(self.key)[1])
+        # flattened once: a round passes flat lists of arrays (no Python pytree flattening per round)
+        self._params, params_def = jax.tree.flatten(params)
+        self._state, self._state_def = jax.tree.flatten(state)
+        try:
+            self._round, self._rounds = _session_programs(static, params_def, self._state_def)
+        except TypeError:  # a structure that cannot be hashed (a dict-valued static field): compiled for this session
+            self._round, self._rounds = _session_programs.__wrapped__(static, params_def, self._state_def)
+        self._x_host: np.ndarray | None = None
+        self._n = problem.num_constraints
         self.t = 0
-        self._x = None
-        self._history = None
-        self._decide = eqx.filter_jit(lambda lrn, s: lrn.decide(s))
-        self._step = eqx.filter_jit(_session_step)
+
+    @property
+    def state(self) -> Any:
+        """The learner's current state."""
+        return jax.tree.unflatten(self._state_def, self._state)
 
     def decide(self) -> np.ndarray:
         """The decision to play this round (the same until ``observe`` is called)."""
-        self._x = self._decide(self.learner, self.state)
-        if self._history is None and self.info.memory > 1:
-            self._history = _initial_history(self.problem, self._x, self.info.memory)
-        return np.asarray(self._x)
+        if self._x_host is None:
+            self._x_host = np.asarray(self._x)
+        return self._x_host
 
     def observe(self, data: Any) -> dict[str, np.ndarray]:
         """Absorb this round's data; returns the loss and constraint values at the played point."""
-        if self._x is None:
-            self.decide()
-        self.t += 1
-        self.state, self._history, loss, cons = self._step(
-            self.learner, self.problem, self.state, self._x, self._history, data
+        self._state, self._history, self._x, report = self._round(
+            self._params, self._state, self._history, self._x, data
         )
-        loss, cons = np.asarray(loss), np.asarray(cons)
-        for name, value in (("loss", loss), ("constraints", cons), ("decision", np.asarray(self._x))):
-            if not np.all(np.isfinite(value)):
-                raise NonFiniteError(f"non-finite {name} at round {self.t}")
-        self._x = None
-        return {"loss": loss, "constraints": cons}
+        self._x_host = None
+        self.t += 1
+        return self._unpack(np.asarray(report)[None], self.t - 1, single=True)
+
+    def observe_many(self, datas: Any) -> dict[str, np.ndarray]:
+        """Absorb a burst of n rounds at once, in one compiled scan; the same numbers as n ``observe`` calls.
+
+        Args:
+            datas: the n rounds' data, each leaf of ``round_data``'s format stacked on a leading axis of n.
+
+        Returns:
+            ``{"loss": (n,), "constraints": (n, N)}``, the values at the decisions played in those rounds.
+        """
+        self._state, self._history, self._x, reports = self._rounds(
+            self._params, self._state, self._history, self._x, datas
+        )
+        self._x_host = None
+        reports = np.asarray(reports)
+        self.t += reports.shape[0]
+        return self._unpack(reports, self.t - reports.shape[0], single=False)
+
+    def _unpack(self, reports: np.ndarray, before: int, single: bool) -> dict[str, np.ndarray]:
+        """Split the rounds' reports ``[loss, g_1..g_N, finite flags x 3]``; raise at the first bad round."""
+        if not reports[:, 1 + self._n :].all():  # a flag is 0
+            finite = reports[:, 1 + self._n :] == 1
+            i = int(np.flatnonzero(~finite.all(axis=1))[0])
+            what = _QUANTITIES[int(np.argmin(finite[i]))]
+            raise NonFiniteError(f"non-finite {what} at round {before + 1 + i}")
+        loss, cons = reports[:, 0], reports[:, 1 : 1 + self._n]
+        return {"loss": loss[0], "constraints": cons[0]} if single else {"loss": loss, "constraints": cons}
 
 
-def _session_step(learner, problem, state, x, history, data):
+@eqx.filter_jit
+def _session_start(learner, problem, info, key):
+    """The learner's state, the carried history (``None`` without memory) and the first decision."""
+    state = learner.init(info, key)
+    x = learner.decide(state)
+    return state, _initial_history(problem, x, info.memory), x
+
+
+def _session_play(static, params, state, history, x, data):
+    """One round at the played ``x``: update, the next decision, and the round's report.
+
+    The report is one vector ``[f_t(x_t), g_t(x_t), finite(loss), finite(constraints), finite(x_t)]`` (in the
+    wider dtype of the loss and the constraints) so that the host fetches one array per round.
+    """
+    learner, problem = eqx.combine(params, static)
     window = _window(history, x) if history is not None else None
     loss = problem.loss(data, window if history is not None else x)
     cons = jnp.atleast_1d(problem.constraints(data, x)).reshape(problem.num_constraints)
-    feedback = make_feedback(type(learner).feedback, problem, data, loss, cons)
-    return learner.update(state, x, feedback), window, loss, cons
+    state = learner.update(state, x, make_feedback(type(learner).feedback, problem, data, loss, cons))
+    finite = jnp.stack([jnp.isfinite(loss), jnp.all(jnp.isfinite(cons)), jnp.all(jnp.isfinite(x))])
+    dtype = jnp.result_type(loss, cons)
+    report = jnp.concatenate([loss.astype(dtype)[None], cons.astype(dtype), finite.astype(dtype)])
+    return state, window if history is not None else None, learner.decide(state), report
+
+
+@functools.lru_cache(maxsize=32)
+def _session_programs(static, params_def, state_def):
+    """The compiled round and burst of one learner-and-problem structure (its numbers are arguments).
+
+    Looked up once per session (the structure is hashed here, not on every round) and shared by every
+    session of that structure. The programs take the learner's and problem's arrays and the state as flat
+    lists of leaves, so a round is one fast-path ``jit`` dispatch with no Python pytree work.
+    """
+
+    def play(params, state, history, x, data):
+        params, state = jax.tree.unflatten(params_def, params), jax.tree.unflatten(state_def, state)
+        state, history, x, report = _session_play(static, params, state, history, x, data)
+        return jax.tree.leaves(state), history, x, report
+
+    def rounds(params, state, history, x, datas):
+        def body(carry, data):
+            *carry, report = play(params, *carry, data)
+            return tuple(carry), report
+
+        (state, history, x), reports = jax.lax.scan(body, (state, history, x), datas)
+        return state, history, x, reports
+
+    return jax.jit(play), jax.jit(rounds)

@@ -122,9 +122,31 @@ def growth_exponent(horizons, values) -> tuple[float, float]:
         raise ValueError(f"growth_exponent needs >= 3 matching points, got {T.size} horizons and {v.size} values")
     if np.any(T <= 0) or np.any(v <= 0):
         raise ValueError("growth_exponent needs positive horizons and values (log-log fit)")
-    X, Y = np.log(T), np.log(v)
-    Xc = X - X.mean()
-    slope = float((Xc * (Y - Y.mean())).sum() / (Xc**2).sum())
-    resid = Y - Y.mean() - slope * Xc
-    se = float(np.sqrt((resid**2).sum() / (T.size - 2) / (Xc**2).sum()))
+    slope, se, _ = linear_fit(np.log(T), np.log(v))
     return slope, se
+
+
+def linear_fit(x, y) -> tuple[float, float, float]:
+    """Least-squares slope of ``y`` on ``x``, its standard error and the coefficient of determination R^2."""
+    x, y = _np(x).ravel(), _np(y).ravel()
+    xc = x - x.mean()
+    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
+    resid = y - y.mean() - slope * xc
+    se = float(np.sqrt((resid**2).sum() / max(x.size - 2, 1) / (xc**2).sum()))
+    r2 = 1.0 - float((resid**2).sum() / max(((y - y.mean()) ** 2).sum(), 1e-300))
+    return slope, se, r2
+
+
+def mean_std(values) -> dict[str, float]:
+    """``{"mean", "std"}`` of ``values`` (the summary entry of a final metric over seeds)."""
+    return {"mean": float(np.mean(values)), "std": float(np.std(values))}
+
+
+def quartiles(values) -> dict[str, float]:
+    """Mean, std, median and quartiles of the finite entries (nan if none)."""
+    v = _np(values).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return dict.fromkeys(("mean", "std", "median", "q25", "q75"), float("nan"))
+    q25, q50, q75 = np.percentile(v, [25, 50, 75])
+    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(q50), "q25": float(q25), "q75": float(q75)}

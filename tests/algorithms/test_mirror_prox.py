@@ -468,7 +468,7 @@ def test_from_theory_parameters_and_defaults():
     with pytest.raises(ValueError, match="L_g"):
         MirrorProx.from_theory(info, variation=1.0, L_f=1.0)
     unconstrained = CustomProblem(domain=Box(0.0, 1.0, dim=2), loss=lambda c, x: c @ x, data=jnp.ones((3, 2)))
-    with pytest.raises(ValueError, match="P8"):
+    with pytest.raises(ValueError, match="must be > 0: give a positive L_f or variation"):
         MirrorProx.from_theory(ProblemInfo.of(unconstrained, 3), variation=0.0, L_f=0.0)
     alloc = DriftingAllocation(dim=4)
     simplex = SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 50), variation=4.0, **alloc.theory_constants())

@@ -85,9 +85,9 @@ def test_small_run_end_to_end_and_equal_to_separate_runs(tmp_path):
     np.testing.assert_allclose(runs[0]["regret_T32"][:32], expected, rtol=1e-9, atol=1e-9)
     assert np.all(np.isnan(runs[0]["regret_T32"][32:]))
     # `ocokit plot` re-runs with the stored configuration, finds every run on disk and redraws.
-    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("part-*.parquet")}
     assert experiment.plot(tmp_path) == tmp_path / "strongly-convex-sets-quadratic.png"
-    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()} == stamps
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("part-*.parquet")} == stamps
     assert json.loads((tmp_path / "summary.json").read_text())["claims"] == saved["claims"]
 
 

@@ -104,9 +104,12 @@ def test_job_scheduling_price_options(tmp_path, monkeypatch):
     monkeypatch.delenv("OCOKIT_DATA", raising=False)
     make = _job_problem
     assert "synthetic" in make(30, None, {"prices": "synthetic"}).price_source
-    assert "synthetic" in make(30, tmp_path, {}).price_source  # auto: no data found -> labelled fallback
+    assert "synthetic" in make(30, None, {}).price_source  # auto, no data location at all: labelled fallback
+    for prices in ("auto", "real"):  # a data location without the prices is an error naming the file
+        with pytest.raises(ValueError, match=r"US-NY-NYIS\.csv"):
+            make(30, tmp_path, {"prices": prices})
     with pytest.raises(FileNotFoundError):
-        make(30, tmp_path, {"prices": "real"})
+        make(30, None, {"prices": "real"})
     with pytest.raises(ValueError, match="nyiso_path"):
         make(30, None, {"prices": "nyiso"})
     with pytest.raises(ValueError, match="prices must be one of"):

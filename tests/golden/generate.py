@@ -143,12 +143,14 @@ def numbers(tree):
     return tree
 
 
-def experiment_summary(name, T_, seeds, options, data) -> dict:
+def experiment_summary(name, T_, seeds, options, data, folder: Path | None = None) -> dict:
+    """The numbers of ``name``'s summary at this size (its files are kept under ``folder`` when given)."""
     from ocokit import experiments
 
     with tempfile.TemporaryDirectory() as tmp:
-        data_dir = small_data(Path(tmp) / "data") if data == "small" else None
-        out = Path(tmp) / "out"
+        root = Path(tmp) if folder is None else Path(folder)
+        data_dir = small_data(root / "data") if data == "small" else None
+        out = root / "out"
         experiments.get(name).run(T=T_, seeds=seeds, out=out, data_dir=data_dir, options=options)
         summary = json.loads((out / "summary.json").read_text())
     return numbers(summary["algorithms"])

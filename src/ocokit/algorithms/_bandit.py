@@ -109,11 +109,27 @@ class OnePointBandit(AbstractLearner):
 class AbstractOnePointBanditLearner(AbstractLearner):
     """A bandit learner that is a full-information learner wrapped in :class:`OnePointBandit`.
 
-    A final subclass declares ``bandit`` (built from its own fields); init/decide/update/diagnostics are its.
+    A final subclass declares the smoothing radius ``delta``, the class ``inner_learner`` it wraps and
+    ``inner_arguments()``, that learner's constructor arguments from its own fields; ``bandit`` is built from
+    them here (which checks them), and init/decide/update/diagnostics are its.
     """
 
-    bandit: eqx.AbstractVar[OnePointBandit]
+    delta: eqx.AbstractVar[Float[Array, ""]]
+    inner_learner: ClassVar[type[AbstractGradientLearner]]
     feedback: ClassVar[FeedbackKind] = BANDIT
+
+    def __check_init__(self):
+        _checks.positive("delta", self.delta)  # first: the inner learner's defaults may derive from it
+        _ = self.bandit  # building the inner learner and the adapter checks every other parameter
+
+    @abc.abstractmethod
+    def inner_arguments(self) -> dict[str, Any]:
+        """The constructor arguments of ``inner_learner``, from this learner's fields."""
+
+    @property
+    def bandit(self) -> OnePointBandit:
+        """``inner_learner(**inner_arguments())`` over the shrunk set, on one-point estimates with ``delta``."""
+        return OnePointBandit(self.inner_learner(**self.inner_arguments()), self.delta)
 
     def init(self, info, key):
         return self.bandit.init(info, key)

@@ -18,13 +18,13 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import fw_step, inner_frank_wolfe
-from ocokit.algorithms._tvc_common import LyapunovSurrogate, lipschitz_bound, restart_if_doubled, with_overrides
+from ocokit.algorithms._tvc_common import AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled, with_overrides
 from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
 
 # --------------------------------------------------------------------------------------------------
-# Bandit ingredients (spec §3.3) and Algorithms 3-4.
+# Bandit ingredients (Wang, Wan and Zhang, eqs. 18-21: smoothing, shrunk set, one-point estimate) and Algorithms 3-4.
 
 
 class _BanditState(eqx.Module):
@@ -56,24 +56,22 @@ def _smoothing_constant(r: float, c: float | None) -> float:
     return r / 2.0 if c is None else c
 
 
-class AbstractBanditTVC(AbstractLearner):
+class AbstractBanditTVC(AbstractLyapunovLearner):
     """The round of Algorithms 3-4 of 000, shared by :class:`BFWTVC` and :class:`SCBFWTVC`.
 
     Round t plays ``x_t = y_t + delta u_t`` (eq. 20), updates the queue, adds the one-point estimate
     ``(d/delta) tilde f_t(x_t) u_t`` (eq. 21) to the block's sum and, when ``t mod K = 0``, calls the block
     update of the subclass with ``w_t = Phi'(beta Q_t)``. ``hat y_1 = K_delta.center()``; ``delta < r`` is
-    checked by ``init`` (the inner radius of K is known only there). A final subclass declares its surrogate
-    ``lyapunov`` (built from its own ``beta``, ``gamma``, ``lam``, ``phi``), the smoothing radius ``delta`` and
-    the block size ``block``, and writes ``_block_update``.
+    checked by ``init`` (the inner radius of K is known only there). A final subclass declares the surrogate's
+    ``beta``, ``gamma``, ``lam``, ``phi`` (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`), the
+    smoothing radius ``delta`` and the block size ``block``, and writes ``_block_update``.
     """
 
-    lyapunov: eqx.AbstractVar[LyapunovSurrogate]
     delta: eqx.AbstractVar[Float[Array, ""]]
     block: eqx.AbstractVar[int]
     feedback: ClassVar[FeedbackKind] = BANDIT
 
     def __check_init__(self):
-        _ = self.lyapunov  # building the surrogate checks beta, gamma, phi and lam
         _checks.positive("delta", self.delta)
         _checks.positive_int("block", self.block)
 
@@ -144,7 +142,7 @@ class BFWTVC(AbstractBanditTVC):
 
     with ``eta_k = eta / G~_k`` (eq. 22: ``eta = c D / (d M T^{3/4})``).
 
-    Source: 000 Alg. 3, eqs. (20)-(26); spec §3.3-3.4. Guarantee (Thm 3, convex, bandit): E[Regret_T] =
+    Source: Wang, Wan and Zhang, Algorithm 3, eqs. (20)-(26). Guarantee (Thm 3, convex, bandit): E[Regret_T] =
     O(T^{3/4}), CCV = O(T^{3/4} log T). LMO calls per block are data-dependent (at least one), capped by
     ``max_inner`` and recorded as ``oracle_calls``.
 
@@ -160,7 +158,8 @@ class BFWTVC(AbstractBanditTVC):
         max_inner: safety cap on LMO calls per block (static).
         phi: Lyapunov function (default ``"exp"``).
 
-    Readings (spec §3.4, inferred): on a doubling at the end of block m the epoch restarts at block m (its
+    Readings (Algorithm 3 does not say what a doubling does to ``b_k``; ocokit follows Algorithm 1's
+    ``s_{k+1} = t``): on a doubling at the end of block m the epoch restarts at block m (its
     estimate is the first of the new sum) and the regulariser is re-centred at ``hat y_m``; the doubling test
     uses ``Q_t`` of the block's last round (the queue is non-decreasing); the output of the inner loop is the
     point after the step that met the stop rule (Alg. 3, Step 19). A last partial block gets no update.
@@ -180,51 +179,38 @@ class BFWTVC(AbstractBanditTVC):
 
     beta: Float[Array, ""] = hyperparameter()
     gamma: Float[Array, ""] = hyperparameter()
-    eta: Float[Array, ""] = hyperparameter()
-    G: Float[Array, ""] = hyperparameter()
+    eta: Float[Array, ""] = hyperparameter(_checks.positive)
+    G: Float[Array, ""] = hyperparameter(_checks.positive)
     delta: Float[Array, ""] = hyperparameter()
-    epsilon: Float[Array, ""] = hyperparameter()
+    epsilon: Float[Array, ""] = hyperparameter(_checks.positive)
     lam: Float[Array, ""] = hyperparameter(default=math.nan)
     block: int = eqx.field(static=True, default=1)
-    max_inner: int = eqx.field(static=True, default=1000)
+    max_inner: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
     phi: str = eqx.field(static=True, default="exp")
 
-    def __check_init__(self):
-        _checks.positive("eta", self.eta)
-        _checks.positive("G", self.G)
-        _checks.positive("epsilon", self.epsilon)
-        _checks.positive_int("max_inner", self.max_inner)
-
-    @property
-    def lyapunov(self) -> LyapunovSurrogate:
-        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
-        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
+    theory_constants: ClassVar[tuple[str, ...]] = (
+        "grad_bound",
+        "constraint_grad_bound",
+        "loss_bound",
+        "diameter",
+        "inner_radius",
+    )
 
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        c: float | None = None,
-        grad_bound: float | None = None,
-        constraint_grad_bound: float | None = None,
-        loss_bound: float | None = None,
-        diameter: float | None = None,
-        inner_radius: float | None = None,
-        **overrides: Any,
-    ) -> "BFWTVC":
+    def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **options: Any) -> "BFWTVC":
         """Theorem 3 of 000 with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred): ``delta < r``.
 
         ``beta = 1/C_2``, ``C_2 = 2^4 G (cD/r + 3c + 1 + 2cD/(dM) + dMD/c)``, ``gamma = 1``, ``K = T^{1/2}``,
         ``epsilon = 4 D^2 T^{-1/2}``, ``eta = c D/(d M T^{3/4})``, ``lam = 1/(2 T^{3/4})``; M is the problem's
-        ``loss_bound``. Each constant can be passed by name; any field can be overridden.
+        ``loss_bound``. ``options`` give each constant by name, or override any field.
         """
+        info, overrides = cls.theory_inputs(info, options)
         who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
-        D = info.require("diameter", who, diameter)
-        M = info.require("loss_bound", who, loss_bound)
+        G = lipschitz_bound(info, who)
+        D = info.require("diameter", who)
+        M = info.require("loss_bound", who)
         T, d = info.horizon, math.prod(info.domain.shape)
-        r = info.require("inner_radius", who, inner_radius)
+        r = info.require("inner_radius", who)
         c = _smoothing_constant(r, c)
         C2 = 16.0 * G * (c * D / r + 3 * c + 1 + 2 * c * D / (d * M) + d * M * D / c)
         theory = cls(
@@ -303,7 +289,7 @@ class SCBFWTVC(AbstractBanditTVC):
         L Frank-Wolfe steps over K_delta from hat y_m with exact line search (Hessian 2 C_3 I);
         hat y_{m+1} = y~_{L+1}                                                            (eqs. 27-30)
 
-    Source: 000 Alg. 4, eqs. (27)-(30); spec §3.5. Guarantee (Thm 4, alpha_f-strongly convex, bandit):
+    Source: Wang, Wan and Zhang, Algorithm 4, eqs. (27)-(30). Guarantee (Thm 4, alpha_f-strongly convex, bandit):
     E[Regret_T] = O(T^{2/3} log T), CCV = O(T^{5/6} log T); exactly L LMO calls per block.
 
     Args:
@@ -319,7 +305,9 @@ class SCBFWTVC(AbstractBanditTVC):
             each block's ``hat y_tau``) or ``"literal"`` (eq. 27 as printed, which drops the
             ``- gamma beta alpha_f K hat y_tau`` shift and pulls the iterates to the origin).
 
-    Readings: printed eq. (27) omits the shift (spec §3.5, pitfall 9): default ``"shifted"``. Thm 4's
+    Readings: printed eq. (27) has the quadratic coefficient ``C_3 = gamma beta alpha_f mK / 2`` of the
+    strongly convex FTRL surrogate (Algorithm 2, blocked SCOFW) but omits its linear shift, so the iterates
+    are pulled to the origin: default ``"shifted"``, ``"literal"`` selects the printed form. Thm 4's
     statement and proof disagree on beta and gamma: ``from_theory(theory="proof")`` (default) or
     ``theory="statement"`` (``beta = 1/(G D T^{2/3})``, ``gamma = G/(G + alpha_f D)``).
 
@@ -338,23 +326,15 @@ class SCBFWTVC(AbstractBanditTVC):
 
     beta: Float[Array, ""] = hyperparameter()
     gamma: Float[Array, ""] = hyperparameter()
-    alpha_f: Float[Array, ""] = hyperparameter()
+    alpha_f: Float[Array, ""] = hyperparameter(_checks.positive)
     delta: Float[Array, ""] = hyperparameter()
     lam: Float[Array, ""] = hyperparameter(default=math.nan)
     block: int = eqx.field(static=True, default=1)
-    inner_steps: int = eqx.field(static=True, default=1)
+    inner_steps: int = _checks.checked_field(_checks.positive_int, static=True, default=1)
     phi: str = eqx.field(static=True, default="square")
-    surrogate: str = eqx.field(static=True, default="shifted")
+    surrogate: str = _checks.checked_field(_checks.among(("shifted", "literal")), static=True, default="shifted")
 
-    def __check_init__(self):
-        _checks.positive("alpha_f", self.alpha_f)
-        _checks.positive_int("inner_steps", self.inner_steps)
-        _checks.one_of("surrogate", self.surrogate, ("shifted", "literal"))
-
-    @property
-    def lyapunov(self) -> LyapunovSurrogate:
-        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
-        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
+    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "inner_radius")
 
     @classmethod
     def from_theory(
@@ -364,26 +344,23 @@ class SCBFWTVC(AbstractBanditTVC):
         alpha_f: float | None = None,
         c: float | None = None,
         theory: str = "proof",
-        grad_bound: float | None = None,
-        constraint_grad_bound: float | None = None,
-        diameter: float | None = None,
-        inner_radius: float | None = None,
-        **overrides: Any,
+        **options: Any,
     ) -> "SCBFWTVC":
         """Theorem 4 of 000: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default), ``Phi = x^2``.
 
         ``theory="proof"``: ``beta = 1``, ``gamma = 16 (8 log T^{1/3} + C_3') G^2 T^{2/3} / alpha_f`` with
         ``C_3' = 8 + 3c + cD/r + 12D``; ``theory="statement"``: ``beta = 1/(G D T^{2/3})``,
-        ``gamma = G/(G + alpha_f D)``. ``alpha_f`` overrides the problem constant ``strong_convexity``; each
-        other constant can be passed by name; any field can be overridden.
+        ``gamma = G/(G + alpha_f D)``. ``alpha_f`` overrides the problem constant ``strong_convexity``;
+        ``options`` give each other constant by name, or override any field.
         """
         _checks.one_of("theory", theory, ("proof", "statement"))
+        info, overrides = cls.theory_inputs(info, options)
         who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
-        D = info.require("diameter", who, diameter)
+        G = lipschitz_bound(info, who)
+        D = info.require("diameter", who)
         a = info.require("strong_convexity", who, alpha_f)
         T = info.horizon
-        r = info.require("inner_radius", who, inner_radius)
+        r = info.require("inner_radius", who)
         c = _smoothing_constant(r, c)
         T23 = T ** (2.0 / 3.0)
         if theory == "proof":

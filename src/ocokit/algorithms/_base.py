@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ocokit import _checks
 from ocokit.feedback import FeedbackKind
 from ocokit.problems._base import AbstractProblem, ProblemConstants
 from ocokit.sets import AbstractSet
+
+CONSTANT_NAMES = ("diameter", "inner_radius", *ProblemConstants.__dataclass_fields__)
+"""The constants a ``from_theory`` may read: the domain's ``diameter`` and ``inner_radius`` and the fields of
+:class:`~ocokit.problems.ProblemConstants`."""
 
 
 class ProblemInfo(eqx.Module):
@@ -20,7 +27,8 @@ class ProblemInfo(eqx.Module):
     declared structure of the constraints.
 
     Theory constructors read constants through :meth:`require`, the one place that says which constant is
-    missing and how to supply it.
+    missing and how to supply it; the values a caller gives ``from_theory`` by name are held in ``given``
+    (:meth:`giving`) and win over the problem's.
     """
 
     domain: AbstractSet
@@ -29,6 +37,7 @@ class ProblemInfo(eqx.Module):
     constants: ProblemConstants = ProblemConstants()
     memory: int = eqx.field(static=True, default=1)
     constraint_structure: str = eqx.field(static=True, default="general")
+    given: tuple[tuple[str, float], ...] = eqx.field(static=True, default=())
 
     @classmethod
     def of(cls, problem: AbstractProblem, T: int) -> ProblemInfo:
@@ -53,6 +62,7 @@ class ProblemInfo(eqx.Module):
         ``argument`` is the caller's keyword that overrides it, when not named ``name`` (the error's hint).
         This is the one way every ``from_theory`` reads and overrides a constant.
         """
+        override = dict(self.given).get(name) if override is None else override
         if override is not None:
             value, source = float(override), f"{name}={override!r}"
         elif name in ("diameter", "inner_radius"):
@@ -60,10 +70,7 @@ class ProblemInfo(eqx.Module):
         elif name in ProblemConstants.__dataclass_fields__:
             value, source = float(getattr(self.constants, name)), f"the problem constant {name}"
         else:
-            raise ValueError(
-                f"unknown constant {name!r}; expected diameter, inner_radius or one of "
-                f"{sorted(ProblemConstants.__dataclass_fields__)}"
-            )
+            raise ValueError(f"unknown constant {name!r}; expected one of {list(CONSTANT_NAMES)}")
         ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
         if not ok:
             bound = ">= 0" if allow_zero else "> 0"
@@ -73,13 +80,54 @@ class ProblemInfo(eqx.Module):
             )
         return value
 
+    def giving(self, constants: Mapping[str, Any]) -> ProblemInfo:
+        """This information with the caller's values of some constants (``None`` keeps the problem's).
 
-def hyperparameter(**kwargs: Any) -> Any:
-    """A numeric hyperparameter field: stored as an array leaf, so grids of it vmap and never recompile."""
-    return eqx.field(converter=jnp.asarray, **kwargs)
+        ``constants`` maps names of :data:`CONSTANT_NAMES` to values; :meth:`require` then returns them.
+        """
+        unknown = sorted(set(constants) - set(CONSTANT_NAMES))
+        if unknown:
+            raise ValueError(f"unknown constants {unknown}; expected names of {list(CONSTANT_NAMES)}")
+        given = tuple((name, float(value)) for name, value in constants.items() if value is not None)
+        return dataclasses.replace(self, given=(*self.given, *given))
 
 
-class AbstractLearner(eqx.Module):
+def hyperparameter(check: _checks.Check | None = None, **kwargs: Any) -> Any:
+    """A numeric hyperparameter field: stored as an array leaf, so grids of it vmap and never recompile.
+
+    ``check`` (``_checks.positive``, say) validates it when the learner or part is built
+    (:class:`~ocokit._checks.Checked`).
+    """
+    return _checks.checked_field(check, converter=jnp.asarray, **kwargs)
+
+
+class forwarded:
+    """A read-only attribute of a learner that is the field of the same name of its part ``part``.
+
+    ``eta = forwarded("chain")`` keeps ``learner.eta`` working where ``eta`` is a field of the part held as
+    ``learner.chain`` (it also works inside ``eqx.tree_at``).
+    """
+
+    def __init__(self, part: str):
+        self.part = part
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self if obj is None else getattr(getattr(obj, self.part), self.name)
+
+
+def split_options(part: type[eqx.Module], options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(the options named after fields of part, the others)``: a constructor forwarding keywords to a part."""
+    names = {field.name for field in dataclasses.fields(part)}
+    return (
+        {name: value for name, value in options.items() if name in names},
+        {name: value for name, value in options.items() if name not in names},
+    )
+
+
+class AbstractLearner(_checks.Checked):
     """An online learner as three pure functions over an explicit state (optax/blackjax style).
 
     * ``init(info, key) -> state``: the state before round 1 (fixed shapes and dtypes thereafter).
@@ -92,10 +140,30 @@ class AbstractLearner(eqx.Module):
       iterations of the last update.
 
     Numeric hyperparameters are array leaves (:func:`hyperparameter`), structural choices are static
-    fields. ``from_theory(info)`` builds the learner with a paper's theory-driven parameters.
+    fields; a field declares its own check (``hyperparameter(_checks.positive)``,
+    ``_checks.checked_field(check, static=True)``), run when the learner is built. ``from_theory(info)`` builds
+    the learner with a paper's theory-driven parameters.
     """
 
     feedback: ClassVar[FeedbackKind]
+    theory_constants: ClassVar[tuple[str, ...]] = ()
+    """The constants (of :data:`CONSTANT_NAMES`) its ``from_theory`` reads; each may be given there by name."""
+
+    @classmethod
+    def theory_inputs(cls, info: ProblemInfo, options: Mapping[str, Any]) -> tuple[ProblemInfo, dict[str, Any]]:
+        """Split the keyword arguments of ``from_theory``: ``(info giving the constants, the other options)``.
+
+        The options named in ``theory_constants`` override the problem's constants (:meth:`ProblemInfo.giving`);
+        the others are constructor arguments. A constant the theory does not read raises ``ValueError``.
+        """
+        constants = {name: value for name, value in options.items() if name in CONSTANT_NAMES}
+        unread = sorted(set(constants) - set(cls.theory_constants))
+        if unread:
+            raise ValueError(
+                f"{cls.__name__}.from_theory reads the constants {list(cls.theory_constants)}, not {unread}"
+            )
+        rest = {name: value for name, value in options.items() if name not in constants}
+        return info.giving(constants), rest
 
     @abc.abstractmethod
     def init(self, info: ProblemInfo, key: PRNGKeyArray) -> Any:

@@ -44,7 +44,7 @@ def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple
     if math.isfinite(G) and eps >= G:
         warnings.warn(
             f"{who}: eps = {eps} >= G = {G} violates gamma < G / eta (Corollary 1): the queue stays frozen "
-            "at gamma and the learner is a fixed exact penalty of weight gamma (spec paper003.md §6.2)",
+            "at gamma and the learner is a fixed exact penalty of weight gamma (the paper's Fig. 2 setup allows this)",
             stacklevel=3,
         )
     return T, float(eps)
@@ -74,8 +74,8 @@ class COLDQ(AbstractQueueLearner):
     :func:`~ocokit.algorithms._queues.doubly_bounded`.
     The solve happens in ``update`` at the end of round ``t-1``, which has exactly the information above.
 
-    Source: paper ``003_7d479b83c54dcbec.txt``, Algorithm 1, problem ``P_t`` (Section 4.3) and queue (8);
-    spec ``paper003.md`` §2. Guarantees (A1-A3): Lemma 1 ``gamma <= Q_t^n <= G / eta``; Theorem 1 / (13)
+    Source: Wang, Yan and Liu, Algorithm 1, problem ``P_t`` (Section 4.3) and queue (8) (Section 4.1).
+    Guarantees (A1-A3): Lemma 1 ``gamma <= Q_t^n <= G / eta``; Theorem 1 / (13)
     dynamic regret and Theorem 2 / (14) hard violation; Corollary 1 (``alpha_t = t^{(1-V_x)/2}``,
     ``eta = 1/T``, ``gamma = eps T``, ``eps in (0, G)``): ``O(T^{(1+V_x)/2})`` dynamic regret and
     ``O(T^{V_g})`` hard violation, O(1) for fixed constraints, no Slater condition. Corollary 2
@@ -95,14 +95,16 @@ class COLDQ(AbstractQueueLearner):
         start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of the paper's setups, as
             in the authors' code); ``"center"`` plays ``X.center()`` (static).
 
-        ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
-        (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
+    ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
+    (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
 
-    Readings (spec §7): queue updated with the new ``g_t`` at the new ``x_t`` (pitfall 1); ``Q_1 = gamma``
-    (pitfall 2); hinge of the exact previous constraint (3); no 1/2 on the proximal term and on A4's
-    ``mu`` (4): a user's standard modulus ``m`` gives ``alpha0 = m / 2`` (``from_theory`` does this); the
-    fast path is tested on the projected point (9). ``from_theory`` and ``from_paper`` warn, not fail,
-    when ``eps >= G``: the queue then stays at ``gamma`` (§6.2).
+    Readings: the queue (8) uses the new ``g_t`` at the new ``x_t``, not ``g_{t-1}(x_t)``; ``Q_1 = gamma`` and
+    the loop starts at t = 2; ``P_t`` has the hinge of the exact previous constraint, not a linearisation;
+    neither the proximal term nor A4's ``mu`` has a 1/2, so a user's standard modulus ``m`` gives
+    ``alpha0 = m / 2`` (``from_theory`` does this). The paper states the fast path for the unprojected
+    gradient step; it is tested here on the projected point, where it is exact. ``from_theory`` and
+    ``from_paper`` warn, not fail, when ``eps >= G``: then ``(1 - eta) gamma + [g]_+ <= gamma``, so the queue
+    stays at ``gamma``; the paper's Fig. 2 setup (``eps = 0.5``, random ``A, b``) can fall in this case.
 
     Example:
         >>> import ocokit
@@ -203,7 +205,7 @@ class _COLDQExpertState(eqx.Module):
 class COLDQExpert(AbstractQueueLearner):
     """COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
 
-    Update (spec §3): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
+    Update (Algorithm 2): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
     ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point::
 
         x_t[m]     = argmin_X <grad f_{t-1}(x_{t-1}[m]), x - x_{t-1}[m]> + alpha_{t-1}[m] ||x - x_{t-1}[m]||^2
@@ -214,11 +216,11 @@ class COLDQExpert(AbstractQueueLearner):
 
     with the prior ``w_1[m] = (M + 1) / (m (m + 1) M)``. The experts are vmapped (one compiled solve).
 
-    Source: paper ``003_7d479b83c54dcbec.txt``, Appendix J, Algorithm 2 and Corollary 3; spec
-    ``paper003.md`` §3, pitfall 11. Guarantee (Corollary 3, ``M = floor(log2(1 + T) / 2) + 1``,
-    ``kappa = T^{-1/2}``, ``alpha_t[m] = t^{1/2} / 2^{m-1}``, ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}``):
-    ``O(T^{(1+V_x)/2})`` dynamic regret and ``O(T^{V_g})`` hard violation without knowing ``V_x`` (the
-    violation constant carries a factor M, spec §4 observation).
+    Source: Wang, Yan and Liu, Appendix J, Algorithm 2 and Corollary 3. Guarantee (Corollary 3,
+    ``M = floor(log2(1 + T) / 2) + 1``, ``kappa = T^{-1/2}``, ``alpha_t[m] = t^{1/2} / 2^{m-1}``,
+    ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}``): ``O(T^{(1+V_x)/2})`` dynamic regret and ``O(T^{V_g})`` hard
+    violation without knowing ``V_x`` (the violation constant carries a factor M = O(log T): step (59)(b) of
+    the proof sums over all experts).
 
     Args:
         num_experts: M >= 1 (static).
@@ -228,10 +230,10 @@ class COLDQExpert(AbstractQueueLearner):
         tol, max_iter, solver, start: the part ``prox`` as in :class:`COLDQ`, shared by all experts (every
             expert starts at the same ``x_1``).
 
-    Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); as the spec resolves
-    (Lemma 6's recursion), ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
+    Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); ocokit sets, as Lemma 6's
+    recursion implies, ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
     experts start at the same point). Queues use each expert's own decision; the surrogate is linearised
-    at the played ``x_t`` (pitfall 11). Weights are kept as normalised log-weights (no underflow).
+    at the played ``x_t``, as Algorithm 2 writes. Weights are kept as normalised log-weights (no underflow).
 
     Example:
         >>> import ocokit

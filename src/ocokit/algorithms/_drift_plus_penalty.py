@@ -38,11 +38,12 @@ class YuNeelyWei(AbstractLearner):
         Q_k(t+1)   = max{ Q_k(t) + g_k^t(x(t)) + <grad g_k^t(x(t)), x(t+1) - x(t)>, 0 }
 
     with ``Q_k(1) = 0``. The queue is updated with the old constraint linearised at the new point
-    (spec ``baselines.md`` §10.1; :func:`~ocokit.algorithms._queues.drift_plus_penalty`). One projection
+    (:func:`~ocokit.algorithms._queues.drift_plus_penalty`). One projection
     onto ``X_0 = K`` per round.
 
-    Source: spec ``baselines.md`` §7.2 (two independent implementations agree, tag [I]; the paper's
-    Algorithm 1 itself was not readable). Guarantees (§7.1, abstract [A]): with ``V = sqrt(T)`` and
+    Source: Yu, Neely and Wei's Algorithm 1, reconstructed (the paper's text was not readable) from two
+    independent public implementations that agree (``zv3zdochka/oco_pfs_project``, ``dpp.py``, and
+    ``INFORMSJoC/2021.0248``, ``YNW_x.m``). Guarantees (the NeurIPS 2017 abstract): with ``V = sqrt(T)`` and
     ``alpha = T``, O(sqrt(T)) expected regret and expected soft constraint violation
     ``sum_t g_k^t(x(t))`` for i.i.d. stochastic constraints under Slater's condition; O(sqrt(T) log T)
     with high probability.
@@ -53,9 +54,9 @@ class YuNeelyWei(AbstractLearner):
         start: ``"origin"`` (default) plays ``x(1) = Pi_K(0)``, as both reference implementations do
             (``0`` itself when ``0 in K``); ``"center"`` plays ``K.center()`` (static).
 
-    Readings: the hinge-free queue of the spec (``max{., 0}`` of the linearised sum), proximal weight
-    without 1/2 (``d / (2 alpha)``, §10.2). With no constraints (N = 0) this is projected OGD with step
-    ``V / (2 alpha)``.
+    Readings: the hinge-free queue of both implementations (``max{., 0}`` of the linearised sum), proximal
+    weight without 1/2 (``d / (2 alpha)``, RECOO's and COLDQ's convention too). With no constraints (N = 0)
+    this is projected OGD with step ``V / (2 alpha)``.
 
     Example:
         >>> import ocokit
@@ -82,7 +83,7 @@ class YuNeelyWei(AbstractLearner):
     def from_theory(
         cls, info: ProblemInfo, *, V: float | None = None, alpha: float | None = None, start: str = "origin"
     ) -> YuNeelyWei:
-        """The parameters of spec ``baselines.md`` §7.2: ``V = sqrt(T)``, ``alpha = T``."""
+        """``V = sqrt(T)``, ``alpha = T`` (both reference implementations; Yu, Neely and Wei's theory as recalled)."""
         T = info.horizon
         return cls(
             V=math.sqrt(T) if V is None else V,

@@ -1,13 +1,16 @@
 """Frank-Wolfe steps shared by every projection-free learner (written once, here).
 
 * :func:`line_search_step`: the exact minimiser over ``sigma in [0, 1]`` of a beta-smooth quadratic along
-  the segment ``[x, v]`` (paper 001 §2.4, Lemma 4's x_in -> x_out; exact for quadratic surrogates).
+  the segment ``[x, v]`` (Wan and Zhang, AAAI 2021, Lemma 4's x_in -> x_out; exact for quadratic surrogates).
 * :func:`fw_step`: one FW step on a surrogate with gradient ``c`` at ``x``, with line search or a given
   step size.
 * :func:`inner_frank_wolfe`: FW iterations on a smooth function, stopped when the FW gap falls below a
   tolerance or after a safety cap, counting LMO calls (BFW-TVC's inner loop, LOO-BOGD's SH-FW).
 
 All take the set's warm-start LMO state and return the new one, so nuclear-norm balls stay fast.
+
+Reference: Y. Wan and L. Zhang, "Projection-free Online Learning over Strongly Convex Sets", AAAI 2021
+(arXiv:2010.08177), Lemma 4.
 """
 
 from __future__ import annotations

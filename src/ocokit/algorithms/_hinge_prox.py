@@ -5,7 +5,8 @@ weight ``alpha > 0`` and hinge weights ``w_n >= 0`` (COLDQ: the queues ``Q_{t-1}
 
     P:  min_{x in X}  <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+        (g_n convex)
 
-Method (spec ``paper003.md`` §2.2; the inner solver the paper delegates to CVXPY). Each hinge is a
+Method (ocokit's; paper 003 only says ``P_t`` is a convex program "solved in polynomial time" and uses CVXPY,
+Section 4.4 and Appendix L). Each hinge is a
 maximum over a bounded multiplier, ``w [g]_+ = max_{lam in [0, w]} lam g``, so ``P`` equals the concave
 dual ``max_{lam in [0, w]} phi(lam)``, ``phi(lam) = min_{x in X} L(x, lam)`` with the Lagrangian
 ``L = <c, x - z> + alpha ||x - z||^2 + <lam, g(x)>``. ``L`` is ``2 alpha``-strongly convex in ``x``, so
@@ -18,15 +19,16 @@ first bound on the way to it (a locally linear piece gives a huge Newton step); 
 backtracks by safeguarded quadratic interpolation. On a piecewise-quadratic dual (affine ``g``) Newton
 is exact once it has found the right piece, so it stops after a few steps at machine precision.
 
-The first check, at ``lam = 0``, is the spec's fast path: when the projected gradient step
-``Pi_X(z - c / (2 alpha))`` satisfies ``g <= 0`` it is the solution and no Newton step is taken.
+The first check, at ``lam = 0``, is the fast path of paper 003's Section 4.3, tested on the projected point
+(the paper states it for the unprojected step): when the projected gradient step ``Pi_X(z - c / (2 alpha))``
+satisfies ``g <= 0`` it is the solution (the penalty is 0 there) and no Newton step is taken.
 
 Three structures of ``g``, each with its own ``x(lam)``:
 
 * ``affine`` (``g(x) = A x - b``; :func:`solve_affine`): ``x(lam) = Pi_X(z - (c + A^T lam) / (2 alpha))``
   in closed form, for any X with an exact projection (Hessian through the projection's Jacobian).
 * ``log_capacity`` (``g(x) = d - sum_i s_i ln(1 + r_i x_i)``, N = 1, X a box; :func:`solve_log_capacity`;
-  the job-scheduling constraint of §6.4): the stationarity equation of each coordinate is a quadratic,
+  the job-scheduling constraint of paper 003, Section 6.3): the stationarity equation of each coordinate is a quadratic,
   solved in closed form (stable root) and clipped.
 * ``smooth`` (any smooth convex ``g``, X a box; :func:`solve_smooth`): ``x(lam)`` by projected Newton on
   the box with the exact Hessian of ``<lam, g>`` (``jax.hessian``), warm-started.
@@ -268,7 +270,7 @@ def solve_affine(
         v = v0 - A.T @ lam / two_alpha
         if isinstance(domain, Box):
             x = jnp.clip(v, domain.lower, domain.upper)
-            JA = A * ((v > domain.lower) & (v < domain.upper))[None, :]
+            JA = A * ((v > domain.lower) & (v < domain.upper)).astype(A.dtype)[None, :]
         else:
             x, JA = jax.vmap(lambda a: jax.jvp(domain.project, (v,), (a,)))(A)  # J_Pi(v) a_n, row by row
             x = x[0]
@@ -333,8 +335,8 @@ def solve_log_capacity(
     strictly convex problem). ``mu`` solves ``g(x(mu)) = 0`` in ``[0, w]`` by safeguarded Newton.
 
     Args:
-        demand, scale, rate: ``d``, ``s > 0`` and ``r > 0`` (scalars or per coordinate); paper 003 §6.4
-            uses ``d = lambda_t``, ``s = r = 4``. Others as in :func:`solve_affine`.
+        demand, scale, rate: ``d``, ``s > 0`` and ``r > 0`` (scalars or per coordinate); paper 003,
+            Section 6.3, uses ``d = lambda_t``, ``s = r = 4``. Others as in :func:`solve_affine`.
     """
     if not isinstance(domain, Box):
         raise ValueError(f"the log_capacity solver needs a Box domain, got {type(domain).__name__}")
@@ -443,7 +445,7 @@ def solve_smooth(
             return _objective(c, alpha, z, x) + jnp.dot(lam, g(x))
 
         x, free, K, _ = _box_newton(lagrangian, x_warm, domain, tol_x, inner_max_iter)
-        J = jac(x) * free[None, :]
+        J = jac(x) * free.astype(x.dtype)[None, :]
         Km = jnp.where(free[:, None] & free[None, :], K, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
         hess = J @ jnp.linalg.solve(Km, J.T)
         gx = g(x)

@@ -8,21 +8,22 @@ versions :class:`~ocokit.algorithms.LPM` and :class:`~ocokit.algorithms.LBPM` (G
 same chain and are in :mod:`ocokit.algorithms._lpm`.
 """
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.algorithms._bandit import AbstractGradientLearner, AbstractOnePointBanditLearner, OnePointBandit
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._bandit import AbstractGradientLearner
+from ocokit.algorithms._base import ProblemInfo, hyperparameter, split_options
 from ocokit.algorithms._loo_chain import (
+    AbstractLOOBandit,
+    AbstractLOOChainLearner,
+    BanditTheory,
+    FullInformationTheory,
     LOOChain,
-    _int_leaf,
     _LOOChainState,
     _optional_leaf,
-    bandit_theory,
-    full_information_theory,
 )
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 from ocokit.sets import AbstractSet
@@ -33,7 +34,7 @@ class _LOOBOGDState(eqx.Module):
     domain: AbstractSet  # K, from the learner's info
 
 
-class LOOBOGD(AbstractGradientLearner):
+class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
     """LOO-BOGD: blocked online gradient descent with a linear optimisation oracle (G&K 2022, Algorithm 4).
 
     Update (rounds t of block m play the same feasible ``x_{m-1}``)::
@@ -46,8 +47,8 @@ class LOOBOGD(AbstractGradientLearner):
     Algorithm 3 (:func:`~ocokit.algorithms._loo_chain.close_infeasible_projection`) calls SH-FW, one LOO call per
     FW iteration. Starts at ``x_0 = x_1 = K.center()``.
 
-    Source: G&K 2022 (COLT, PMLR 178), Algorithms 2-4; spec ``baselines.md`` §1.3-§1.5, read in the paper
-    [P]. Guarantee (Theorem 9): with ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
+    Source: G&K 2022 (COLT, PMLR 178), Algorithms 2-4, Lemmas 6-7, read in the paper's full text.
+    Guarantee (Theorem 9): with ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
     ``K_b = 5 T^{1/2}``, the adaptive regret on every interval is ``<= 20 G_f R (T^{1/2} + T^{3/4})`` and
     the total number of LOO calls is ``<= T``. Assumes ``K`` inside ``R B`` and ``||grad f_t|| <= G_f``
     on ``R B``.
@@ -58,7 +59,8 @@ class LOOBOGD(AbstractGradientLearner):
         block_size: block length ``K_b``, an integer >= 1 (an int32 leaf, so grids of it vmap).
         radius: R > 0 with K inside ``B(K.center(), R)``; default ``None`` uses ``K.diameter`` (always valid).
         pipelined: ``True`` (default, the paper's Algorithm 4) or ``False``: play the projection of block m
-            in block m + 1 (inferred in the spec to keep the guarantees up to constants).
+            in block m + 1 (not analysed in the paper; each chain stays an OGD-without-feasibility sequence,
+            so the guarantees should hold up to constants).
         max_outer_iter, max_fw_iter: safety caps on Algorithm 3's loop and on each SH-FW run (static).
 
     Readings: ``x_0 = x_1 = K.center()``; the ball of Algorithm 3's first line is centred at ``K.center()``
@@ -76,46 +78,31 @@ class LOOBOGD(AbstractGradientLearner):
         regret guarantees. COLT 2022 (PMLR 178).
     """
 
-    eta: Float[Array, ""] = hyperparameter()
-    eps: Float[Array, ""] = hyperparameter()
-    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
-    radius: Float[Array, ""] | None = _optional_leaf()
-    pipelined: bool = eqx.field(static=True, default=True)
-    max_outer_iter: int = eqx.field(static=True, default=1000)
-    max_fw_iter: int = eqx.field(static=True, default=1000)
+    chain: LOOChain
+    eps: Float[Array, ""] = hyperparameter(_checks.positive)
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
-    def __check_init__(self):
-        _checks.positive("eps", self.eps)
-        _ = self.chain  # building the chain checks eta, block_size, radius and the caps
+    def __init__(self, eta: Any, eps: Any, block_size: Any, **chain: Any):
+        """``chain``: the other arguments of the chain (``radius``, ``pipelined``, the caps), by name."""
+        self.chain, self.eps = LOOChain(eta, block_size, **chain), eps
 
-    @property
-    def chain(self) -> LOOChain:
-        """The blocked chain with this learner's step, block size, radius and caps."""
-        return LOOChain(self.eta, self.block_size, self.radius, self.pipelined, self.max_outer_iter, self.max_fw_iter)
+    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound",)
 
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        radius: float | None = None,
-        pipelined: bool = True,
-        eta_constant: float = 1.0,
-        eps_constant: float = 60.0,
-        block_constant: float = 5.0,
-        grad_bound: float | None = None,
-    ) -> "LOOBOGD":
+    def from_theory(cls, info: ProblemInfo, **options: Any) -> "LOOBOGD":
         """Theorem 9: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``, ``K_b = floor(5 T^{1/2})``.
 
-        ``K_b`` is clipped to [1, T]; ``G_f`` is the problem constant ``grad_bound`` (or pass ``grad_bound=``);
-        ``R`` defaults to ``K.diameter``. The constants 1, 60 and 5 can be changed (``eta_constant``,
-        ``eps_constant``, ``block_constant``) keeping the exponents in T: Theorem 9's are made for the proof,
-        and at ``T < 10^4`` its tolerance ``3 eps`` exceeds ``R^2``, so the played point barely moves.
+        ``K_b`` is clipped to [1, T]; ``G_f`` is the problem constant ``grad_bound``; ``R`` defaults to
+        ``K.diameter``. The constants 1, 60 and 5 can be changed (``eta_constant``, ``eps_constant``,
+        ``block_constant``) keeping the exponents in T: Theorem 9's are made for the proof, and at ``T < 10^4``
+        its tolerance ``3 eps`` exceeds ``R^2``, so the played point barely moves. ``options`` give the
+        choices of :class:`~ocokit.algorithms._loo_chain.FullInformationTheory` (``radius``, ``eta_constant``,
+        ``eps_constant``, ``block_constant``), ``grad_bound`` by name, or constructor arguments (``pipelined``,
+        the caps).
         """
-        who = f"{cls.__name__}.from_theory"
-        theory = full_information_theory(info, who, radius, eta_constant, eps_constant, block_constant, grad_bound)
-        return cls(pipelined=pipelined, **theory)
+        theory, options = split_options(FullInformationTheory, options)
+        info, options = cls.theory_inputs(info, options)
+        return cls(**FullInformationTheory(**theory).parameters(info, f"{cls.__name__}.from_theory"), **options)
 
     def init(self, info, key):
         del key
@@ -139,7 +126,7 @@ class LOOBOGD(AbstractGradientLearner):
         return {"oracle_calls": state.chain.oracle_calls}
 
 
-class LOOBBGD(AbstractOnePointBanditLearner):
+class LOOBBGD(AbstractLOOBandit):
     """LOO-BBGD: blocked bandit gradient descent with a LOO (G&K 2022, Algorithm 9).
 
     Update (block m, round t; ``u_t`` uniform on the unit sphere S^{n-1})::
@@ -152,7 +139,7 @@ class LOOBBGD(AbstractOnePointBanditLearner):
     ``z_t`` lies in K. Pipelined as :class:`LOOBOGD`. It is :class:`LOOBOGD` (with ``eps = delta^2 / 3`` unless
     given) wrapped in the one-point bandit adapter :class:`~ocokit.algorithms._bandit.OnePointBandit`.
 
-    Source: G&K 2022, Algorithm 9; spec ``baselines.md`` §1.6 [P]. Guarantee (Theorem 11): with
+    Source: G&K 2022, Algorithm 9, read in the paper's full text. Guarantee (Theorem 11): with
     ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}``, ``delta = c T^{-1/4}`` (``c T^{-1/4} < r``), the
     expected adaptive regret is ``O(T^{3/4})`` and the expected number of LOO calls is ``O(T)``.
 
@@ -164,7 +151,7 @@ class LOOBBGD(AbstractOnePointBanditLearner):
         radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LOOBOGD`.
 
     Readings: the "play" line of Algorithm 9 prints ``x~_{m-1}``; the only feasible points are ``x_{m-1}``, so
-    ``z_t = x_{m-1} + delta u_t`` (inferred, spec §1.6). The LOO of the shrunk set is the set's own
+    ``z_t = x_{m-1} + delta u_t``. The LOO of the shrunk set is the set's own
     (``K.scaled``). Theorem 11's ``K_b`` exceeds T at practical sizes and is clipped to [1, T].
 
     Example:
@@ -179,58 +166,35 @@ class LOOBBGD(AbstractOnePointBanditLearner):
         regret guarantees. COLT 2022 (PMLR 178).
     """
 
-    eta: Float[Array, ""] = hyperparameter()
+    chain: LOOChain
     delta: Float[Array, ""] = hyperparameter()
-    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
     eps: Float[Array, ""] | None = _optional_leaf()
-    radius: Float[Array, ""] | None = _optional_leaf()
-    pipelined: bool = eqx.field(static=True, default=True)
-    max_outer_iter: int = eqx.field(static=True, default=1000)
-    max_fw_iter: int = eqx.field(static=True, default=1000)
 
-    def __check_init__(self):
-        _checks.positive("delta", self.delta)
-        if self.eps is not None:
-            _checks.positive("eps", self.eps)
-        _ = self.bandit  # building LOO-BOGD checks the chain's parameters
+    inner_learner: ClassVar[type[LOOBOGD]] = LOOBOGD
 
-    @property
-    def bandit(self) -> OnePointBandit:
-        """:class:`LOOBOGD` over the shrunk set, with ``eps = delta^2 / 3`` unless given, on one-point estimates."""
-        eps = self.delta**2 / 3.0 if self.eps is None else self.eps
-        inner = LOOBOGD(
-            eta=self.eta,
-            eps=eps,
-            block_size=self.block_size,
-            radius=self.radius,
-            pipelined=self.pipelined,
-            max_outer_iter=self.max_outer_iter,
-            max_fw_iter=self.max_fw_iter,
-        )
-        return OnePointBandit(inner, self.delta)
+    def __init__(self, eta: Any, delta: Any, block_size: Any, eps: Any = None, **chain: Any):
+        """``chain``: the other arguments of the chain (``radius``, ``pipelined``, the caps), by name."""
+        self.chain, self.delta, self.eps = LOOChain(eta, block_size, **chain), delta, eps
+
+    def inner_arguments(self) -> dict[str, Any]:
+        """:class:`LOOBOGD`'s: the chain's, and ``eps`` (``delta^2 / 3`` unless given)."""
+        return {**self.chain.options(), "eps": self.inner_eps()}
+
+    theory_constants: ClassVar[tuple[str, ...]] = ("loss_bound", "inner_radius")
 
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        c: float | None = None,
-        radius: float | None = None,
-        pipelined: bool = True,
-        eta_constant: float = 1.0,
-        block_constant: float | None = None,
-        loss_bound: float | None = None,
-        inner_radius: float | None = None,
-    ) -> "LOOBBGD":
+    def from_theory(cls, info: ProblemInfo, **options: Any) -> "LOOBBGD":
         """Theorem 11: ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}``, ``delta = c T^{-1/4}``.
 
         ``M`` is the problem constant ``loss_bound``, ``n`` the dimension, ``R`` defaults to ``K.diameter``,
         ``c`` to Theorem 11's ``20 R sqrt(nM)``. ``delta`` is capped at ``r/2`` (the theorem needs
         ``c T^{-1/4} < r``; at practical T its constants violate this) and ``K_b`` is clipped to [1, T].
-        ``eta_constant`` (1) and ``block_constant`` (``6 n M``) rescale ``eta`` and ``K_b``; ``loss_bound``
-        and ``inner_radius`` override the constants M and r.
+        ``eta_constant`` (1) and ``block_constant`` (``6 n M``) rescale ``eta`` and ``K_b``; ``options`` give
+        the choices of :class:`~ocokit.algorithms._loo_chain.BanditTheory` (``c``, ``radius``, ``eta_constant``,
+        ``block_constant``), the constants ``loss_bound`` (M) and ``inner_radius`` (r) by name, or constructor
+        arguments.
         """
+        theory, options = split_options(BanditTheory, options)
+        info, options = cls.theory_inputs(info, options)
         who = f"{cls.__name__}.from_theory"
-        M = info.require("loss_bound", who, loss_bound)
-        theory = bandit_theory(info, who, radius, c, eta_constant, block_constant, M, inner_radius)
-        return cls(pipelined=pipelined, **theory)
+        return cls(**BanditTheory(**theory).parameters(info, who, info.require("loss_bound", who)), **options)

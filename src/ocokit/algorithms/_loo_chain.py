@@ -8,9 +8,15 @@
 * :class:`LOOChain`: the blocked chain of Algorithms 4 and 9: gradients are summed over a block of ``K_b``
   rounds, one close infeasible projection per block; the paper pipelines it (the projection of block m's point
   is played in block m + 2); ``pipelined=False`` plays it in block m + 1.
-* The theory parameters of Theorems 9 and 11 (:func:`full_information_theory`, :func:`bandit_theory`).
+* :class:`AbstractLOOBandit`: a chain learner wrapped in the one-point bandit adapter (Algorithm 9).
+* :class:`AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``.
+* The choices of Theorems 9 and 11 (:class:`FullInformationTheory`, :class:`BanditTheory`).
+
+Reference: D. Garber and B. Kretzu, "New Projection-free Algorithms for Online Convex Optimization with Adaptive
+Regret Guarantees", COLT 2022 (PMLR 178).
 """
 
+import dataclasses
 import math
 from typing import Any
 
@@ -20,7 +26,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._bandit import AbstractOnePointBanditLearner
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter
 from ocokit.algorithms._fw import inner_frank_wolfe
 from ocokit.sets import AbstractSet
 
@@ -30,8 +37,10 @@ def _sq(a: Array) -> Array:
 
 
 def _optional_leaf() -> Any:
-    """A numeric field that may be ``None`` (a default computed from other parameters or from K)."""
-    return eqx.field(default=None, converter=lambda v: v if v is None else jnp.asarray(v))
+    """A numeric field that may be ``None`` (a default computed from other parameters or from K), else ``> 0``."""
+    return _checks.checked_field(
+        _checks.optional(_checks.positive), default=None, converter=lambda v: v if v is None else jnp.asarray(v)
+    )
 
 
 def _int_leaf(value: Any) -> Array:
@@ -50,7 +59,7 @@ def _int_leaf(value: Any) -> Array:
 def separating_hyperplane_fw(
     domain: AbstractSet, y: Array, x1: Array, lmo_state: Any, *, eps: Any, max_iter: int, active: Any = True
 ) -> tuple[Array, Any, Int[Array, ""]]:
-    """SH-FW (G&K 2022, Algorithm 2; spec ``baselines.md`` §1.3): FW on ``1/2 ||x - y||^2`` from ``x1 in K``.
+    """SH-FW (G&K 2022, Algorithm 2 and Lemma 6): FW on ``1/2 ||x - y||^2`` from ``x1 in K``.
 
     Iteration i: ``v_i = LOO(x_i - y)``; stop with ``x_i`` if ``<x_i - y, x_i - v_i> <= eps`` or
     ``||x_i - y||^2 <= 3 eps``; else ``x_{i+1} = x_i + sigma_i (v_i - x_i)`` with the exact line search
@@ -89,7 +98,7 @@ def close_infeasible_projection(
     max_fw: int,
     active: Any = True,
 ) -> tuple[Array, Array, Any, Int[Array, ""]]:
-    """Close infeasible projection via a LOO (G&K 2022, Algorithm 3; spec ``baselines.md`` §1.4).
+    """Close infeasible projection via a LOO (G&K 2022, Algorithm 3 and Lemma 7).
 
     ``y_1 = c + (y0 - c) / max(1, ||y0 - c|| / R)`` (projection onto the ball ``B(c, R)`` that contains
     K, with ``c = K.center()``); return ``(x0, y_1)`` if ``||x0 - y0||^2 <= 3 eps``; else repeat
@@ -154,7 +163,7 @@ class _LOOChainState(eqx.Module):
     oracle_calls: Int[Array, ""]  # LOO calls made by the last update (0 inside a block)
 
 
-class LOOChain(eqx.Module):
+class LOOChain(_checks.Checked):
     """Blocked online gradient descent without feasibility, one close infeasible projection per block.
 
     ``step(state, grad, domain, eps)``: ``y_{t+1} = y_t - eta grad_t``; at the end of block m,
@@ -168,20 +177,16 @@ class LOOChain(eqx.Module):
         max_outer_iter, max_fw_iter: safety caps on Algorithm 3's loop and on each SH-FW run (static).
     """
 
-    eta: Float[Array, ""] = hyperparameter()
-    block_size: Int[Array, ""] = eqx.field(converter=_int_leaf)
+    eta: Float[Array, ""] = hyperparameter(_checks.positive)
+    block_size: Int[Array, ""] = _checks.checked_field(_checks.positive, converter=_int_leaf)
     radius: Float[Array, ""] | None = _optional_leaf()
     pipelined: bool = eqx.field(static=True, default=True)
-    max_outer_iter: int = eqx.field(static=True, default=1000)
-    max_fw_iter: int = eqx.field(static=True, default=1000)
+    max_outer_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
+    max_fw_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
 
-    def __check_init__(self):
-        _checks.positive("eta", self.eta)
-        _checks.positive("block_size", self.block_size)
-        if self.radius is not None:
-            _checks.positive("radius", self.radius)
-        _checks.positive_int("max_outer_iter", self.max_outer_iter)
-        _checks.positive_int("max_fw_iter", self.max_fw_iter)
+    def options(self) -> dict[str, Any]:
+        """Its constructor arguments (a learner that wraps another passes them on)."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
     def init(self, domain: AbstractSet) -> _LOOChainState:
         """``x_0 = x_1 = y~_0 = y~_1 = K.center()``, the set's LMO state."""
@@ -229,6 +234,35 @@ class LOOChain(eqx.Module):
         return new, end
 
 
+class AbstractLOOChainLearner(AbstractLearner):
+    """A learner that runs the blocked chain, held as its part ``chain`` (:class:`LOOChain`).
+
+    The chain's parameters read as the learner's own (``learner.eta``, ``learner.block_size``, ...; read-only).
+    """
+
+    chain: eqx.AbstractVar[LOOChain]
+    eta = forwarded("chain")
+    block_size = forwarded("chain")
+    radius = forwarded("chain")
+    pipelined = forwarded("chain")
+    max_outer_iter = forwarded("chain")
+    max_fw_iter = forwarded("chain")
+
+
+class AbstractLOOBandit(AbstractOnePointBanditLearner, AbstractLOOChainLearner):
+    """A bandit chain learner (LOO-BBGD, LBPM): a full-information chain learner wrapped in the one-point adapter.
+
+    Its parts are those of the learner it wraps, plus the smoothing radius ``delta``, and ``eps`` may be
+    ``None``: Algorithm 9 of G&K 2022 then uses the tolerance ``eps = delta^2 / 3`` (:meth:`inner_eps`).
+    """
+
+    eps: eqx.AbstractVar[Float[Array, ""] | None]
+
+    def inner_eps(self) -> Any:
+        """The tolerance of the wrapped learner: ``eps``, or ``delta^2 / 3`` unless given."""
+        return self.delta**2 / 3.0 if self.eps is None else self.eps
+
+
 # --------------------------------------------------------------------------------------------------
 # Theory parameters (Theorems 9 and 11 of G&K 2022).
 
@@ -242,51 +276,61 @@ def _chain_radius(info: ProblemInfo, who: str, radius: float | None) -> float:
     return info.require("diameter", who) if radius is None else float(radius)
 
 
-def full_information_theory(
-    info: ProblemInfo,
-    who: str,
-    radius: float | None,
-    eta_c: float,
-    eps_c: float,
-    block_c: float,
-    grad_bound: float | None = None,
-) -> dict[str, Any]:
-    """Theorem 9 of G&K 2022 with its constants as arguments: ``eta``, ``eps``, ``K_b`` and ``R``."""
-    for name, v in (("eta_constant", eta_c), ("eps_constant", eps_c), ("block_constant", block_c)):
-        _checks.positive(name, v)
-    T = info.horizon
-    G = info.require("grad_bound", who, grad_bound)
-    R = _chain_radius(info, who, radius)
-    return {
-        "eta": eta_c * R / G * T**-0.75,
-        "eps": eps_c * R**2 / math.sqrt(T),
-        "block_size": _blocks_theory(T, block_c),
-        "radius": R,
-    }
+class FullInformationTheory(_checks.Checked):
+    """The choices of Theorem 9 of G&K 2022 (LOO-BOGD), keywords of a ``from_theory``.
+
+    Args:
+        radius: R, with K inside ``B(K.center(), R)``; ``None`` uses ``K.diameter`` (always valid).
+        eta_constant, eps_constant, block_constant: the constants 1, 60 and 5 of ``eta``, ``eps`` and ``K_b``
+            (the exponents in T stay).
+    """
+
+    radius: float | None = None
+    eta_constant: float = _checks.checked_field(_checks.positive, default=1.0)
+    eps_constant: float = _checks.checked_field(_checks.positive, default=60.0)
+    block_constant: float = _checks.checked_field(_checks.positive, default=5.0)
+
+    def parameters(self, info: ProblemInfo, who: str) -> dict[str, Any]:
+        """``eta = c_eta (R/G_f) T^{-3/4}``, ``eps = c_eps R^2 T^{-1/2}``, ``K_b = floor(c_K T^{1/2})`` and ``R``."""
+        T = info.horizon
+        G = info.require("grad_bound", who)
+        R = _chain_radius(info, who, self.radius)
+        return {
+            "eta": self.eta_constant * R / G * T**-0.75,
+            "eps": self.eps_constant * R**2 / math.sqrt(T),
+            "block_size": _blocks_theory(T, self.block_constant),
+            "radius": R,
+        }
 
 
-def bandit_theory(
-    info: ProblemInfo,
-    who: str,
-    radius: float | None,
-    c: float | None,
-    eta_c: float,
-    block_c: float | None,
-    M: float,
-    inner_radius: float | None = None,
-) -> dict[str, Any]:
-    """Theorem 11 of G&K 2022 with its constants as arguments: ``eta``, ``delta``, ``K_b`` and ``R``."""
-    T = info.horizon
-    n = math.prod(info.domain.shape)
-    R = _chain_radius(info, who, radius)
-    r = info.require("inner_radius", who, inner_radius)
-    c = 20.0 * R * math.sqrt(n * M) if c is None else c
-    block_c = 6.0 * n * M if block_c is None else block_c
-    for name, v in (("c", c), ("eta_constant", eta_c), ("block_constant", block_c)):
-        _checks.positive(name, v)
-    return {
-        "eta": eta_c * R / math.sqrt(n * M) * T**-0.75,
-        "delta": min(c * T**-0.25, r / 2),
-        "block_size": _blocks_theory(T, block_c),
-        "radius": R,
-    }
+class BanditTheory(_checks.Checked):
+    """The choices of Theorem 11 of G&K 2022 (LOO-BBGD), keywords of a ``from_theory``.
+
+    Args:
+        c: the constant of ``delta = c T^{-1/4}``; ``None`` uses the theorem's ``20 R sqrt(nM)``.
+        radius: R as in :class:`FullInformationTheory`.
+        eta_constant: the constant 1 of ``eta``.
+        block_constant: the constant of ``K_b``; ``None`` uses the theorem's ``6 n M``.
+    """
+
+    c: float | None = _checks.checked_field(_checks.optional(_checks.positive), default=None)
+    radius: float | None = None
+    eta_constant: float = _checks.checked_field(_checks.positive, default=1.0)
+    block_constant: float | None = _checks.checked_field(_checks.optional(_checks.positive), default=None)
+
+    def parameters(self, info: ProblemInfo, who: str, M: float) -> dict[str, Any]:
+        """``eta = c_eta (R/sqrt(nM)) T^{-3/4}``, ``delta = min(c T^{-1/4}, r/2)``, ``K_b = c_K T^{1/2}``, ``R``."""
+        T = info.horizon
+        n = math.prod(info.domain.shape)
+        R = _chain_radius(info, who, self.radius)
+        r = info.require("inner_radius", who)
+        c = 20.0 * R * math.sqrt(n * M) if self.c is None else self.c
+        block_c = 6.0 * n * M if self.block_constant is None else self.block_constant
+        for name, v in (("c", c), ("block_constant", block_c)):
+            _checks.positive(name, v)
+        return {
+            "eta": self.eta_constant * R / math.sqrt(n * M) * T**-0.75,
+            "delta": min(c * T**-0.25, r / 2),
+            "block_size": _blocks_theory(T, block_c),
+            "radius": R,
+        }

@@ -11,7 +11,12 @@ Two learners share the pieces written here once:
 
 Every random direction is a pure function of the learner key and an absolute index (``u^0_r`` for the
 initialisation step of round r, ``u^j_i`` for block i at layer j), so directions are drawn "once per
-(layer, index)" (spec paper002.md §6 A5, A11) without being stored, and the two learners' ``x^0`` coincide.
+(layer, index)" without being stored, and the two learners' ``x^0`` coincide. (Algorithm 1's indices disagree:
+line 12 draws ``u_s^j`` for block ``s + h - 1``, while lines 17 and 19 name the direction of block s at layer j
+``u_s^j``; the consistent reading is one direction per block and layer, shared by every window containing it.)
+
+Reference (paper 002): L. Ye, Z. Wang, Z.-W. Liu, M. Chi, X. Wang, H. Su, "Online Convex Optimization with Memory
+and Limited Predictions", arXiv:2410.23574 (v1), 2024.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ def _direction(key: PRNGKeyArray, index: Array, shape: tuple[int, ...], law: str
 
 def _slots(last: Array, h: int) -> Array:
     """Absolute indices ``last - h + 1, ..., last`` of a window ending at ``last``."""
-    return last - (h - 1) + jnp.arange(h)
+    return last - (h - 1) + jnp.arange(h, dtype=jnp.asarray(last).dtype)
 
 
 def _bcast(mask: Array, shape: tuple[int, ...]) -> Array:
@@ -91,10 +96,10 @@ def _init_gradient(
 ) -> tuple[Array, int]:
     """Subroutine (a)'s gradient estimate ``g_r`` at the window ``w = x^0_{r-h+1:r}`` and its query count.
 
-    Perturbation ``P`` (spec §6 A4): ``"unary"`` shifts every slot of index >= 1 by ``delta u_r`` (fresh
-    ``u_r``; the reading of Thm. 1's proof), ``"last"`` only slot r (the paper's "Two-Point Prediction"
-    paragraph), ``"fixed_trajectory"`` every slot by ``delta u^0`` with one ``u^0`` for the whole run (the
-    literal line 1). Two-point: ``[l_r(w + P) - l_r(w - P)] / (2 delta) u``; one-point:
+    Perturbation ``P`` (the paper admits three readings): ``"unary"`` shifts every slot of index >= 1 by
+    ``delta u_r`` (fresh ``u_r``; the reading of Thm. 1's proof), ``"last"`` only slot r (the paper's
+    "Two-Point Prediction" paragraph), ``"fixed_trajectory"`` every slot by ``delta u^0`` with one ``u^0`` for
+    the whole run (the literal line 1). Two-point: ``[l_r(w + P) - l_r(w - P)] / (2 delta) u``; one-point:
     ``l_r(w + P) / delta u``.
     """
     shape = w.shape[1:]
@@ -103,7 +108,7 @@ def _init_gradient(
     else:
         u = _direction(_stream(key, 0), r, shape, config.law, half_width)
     mask = (slots == r) if config.init_perturb == "last" else (slots >= 1)
-    P = config.delta * _bcast(mask, shape) * u[None]
+    P = config.delta * _bcast(mask, shape).astype(u.dtype) * u[None]
     if config.estimator == "two_point":
         plus, minus = value(jnp.stack([w + P, w - P]))  # one batched query of round r's model
         g, calls = two_point_quotient(plus, minus, config.delta) * u, 2
@@ -115,10 +120,10 @@ def _init_gradient(
 
 
 def _eta(config: Any, r: Array) -> Array:
-    """``eta_r = eta / r`` (``"inverse_t"``; absolute index r, spec §6 A8) or ``eta``."""
+    """``eta_r = eta / r`` (``"inverse_t"``; absolute index ``r = t + W - 1 >= 1``, not t) or ``eta``."""
     if config.eta_decay == "constant":
         return config.eta
-    return config.eta / jnp.maximum(r, 1)
+    return config.eta / jnp.maximum(r, 1).astype(float)
 
 
 def _check_half_width(half_width: Any) -> None:
@@ -154,8 +159,8 @@ class BanditOCOMemory(AbstractLearner):
     where ``P_t`` shifts the window by ``delta u_t`` (see ``init_perturb``). The values come from
     ``ZEROTH_ORDER`` feedback (the round's cost at two query windows the learner picks).
 
-    Source: paper 002 (``002_5b8b9f7c4d8acd7f``), Algorithm 1 lines 1-7 and the update after Theorem 1;
-    the single-point variant of Sec. 5; spec paper002.md §2.4 and §6 A4, A8. Guarantee (Theorem 1, eq. 11):
+    Source: Ye et al., Algorithm 1 lines 1-7 and the update after Theorem 1; the single-point variant of
+    Sec. 5. The step uses the absolute index r (the loop counter t starts at ``2 - W``). Guarantee (Theorem 1, eq. 11):
     with ``eta_t = 1/(t mu)``, ``delta = 1/sqrt(T)`` and truncated Gaussian directions, dynamic regret
     ``O~((1 + V_T) sqrt(T))`` against the offline optimum of eq. (2). Algorithm 1's ``x^0`` is exactly this
     learner's decision sequence (same key, same directions).
@@ -173,10 +178,11 @@ class BanditOCOMemory(AbstractLearner):
         init_perturb: ``"unary"`` (default: every slot of the window shifted by ``delta u_t``, fresh
             ``u_t``; the only reading consistent with Thm. 1's proof), ``"last"`` (only ``x_t`` shifted; the
             paper's "Two-Point Prediction" paragraph) or ``"fixed_trajectory"`` (one ``u^0`` for the whole
-            run; literal line 1). Spec §6 A4.
+            run; literal line 1).
         eta_decay: ``"inverse_t"`` (default) or ``"constant"``.
         normalize_by_variance: divide the estimate by ``E[u_i^2]`` (unbiased for quadratics; not in the
-            paper, spec §6 A13). Default False.
+            paper, whose Lemma 2 calls the truncated-Gaussian estimate unbiased although it is about
+            ``E[u_i^2]`` times the gradient). Default False.
 
     Example:
         >>> import ocokit
@@ -299,19 +305,20 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
     With exact gradients in place of the estimates, the layers are exactly K steps of projected gradient
     descent on ``C_T`` from ``x^0`` (tested to 1e-10).
 
-    Source: paper 002 (``002_5b8b9f7c4d8acd7f``), Algorithm 1 (lines 1-23), the vector view of Sec. 3 and the
-    single-point variants of Sec. 5, as made implementation-ready in spec paper002.md §2.2 (typos of lines
-    4, 6, 12, 13, 20 fixed: §6 A1, A2, A5). Guarantees: Theorem 1 (eq. 11) for ``x^0`` and Theorem 2 (eq. 12):
+    Source: Ye et al., Algorithm 1 (lines 1-23), the vector view of Sec. 3 and the single-point variants of
+    Sec. 5, with the paper's typos fixed: lines 4, 13 and 20 set both query points to ``x + delta u`` (read
+    the second as ``x - delta u``, as Lemma 2(b) uses; "+" twice gives a zero estimate), line 6's ``l_s`` is
+    ``l_r``, and line 12's ``u_s^j`` is read as the direction of block ``s + h - 1``. Guarantees: Theorem 1
+    (eq. 11) for ``x^0`` and Theorem 2 (eq. 12):
     ``E[C_T(x^K) - C_T(x*)] <= (1 - mu/(beta h))^K (C_T(x^0) - C_T(x*)) + eps/gamma`` with
-    ``alpha = 1/(beta h)``
-    and Definition 1's truncated Gaussian: dynamic regret decays exponentially in the window W.
+    ``alpha = 1/(beta h)`` and Definition 1's truncated Gaussian: dynamic regret decays exponentially in the window W.
 
     Args:
         window: the prediction window W >= 1 (static).
         eta: step scale of (a), > 0 (``eta_r = eta / r``; theory ``1 / mu``; experiments 0.2).
         alpha: step of (b), > 0 (theory ``1 / (beta h)``; experiments 0.05).
         delta: radius of (a), > 0 (theory ``1 / sqrt(T)``; experiments 0.2).
-        delta_prime: radius delta' of (b), > 0 (experiments 1e-4; needs float64, spec §6 A14).
+        delta_prime: radius delta' of (b), > 0 (experiments 1e-4; differences at that radius need float64).
         x0: the initial condition x0bar (history, ``x^0_1``); ``nan`` = ``domain.center()``.
         half_width: truncation a of the truncated Gaussian, > 0; ``nan`` = Definition 1's value.
         law: smoothing law of every draw (static; default ``"truncated_gaussian"``).
@@ -319,16 +326,18 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
             inferred analogue) or ``"exact"`` (first-order predictions: gradients of ``l`` in place of the
             estimates, outside the paper's setting; a reference for tests and reductions).
         init_perturb: ``"unary"`` (default), ``"last"`` or ``"fixed_trajectory"``, as in
-            :class:`BanditOCOMemory` (spec §6 A4).
+            :class:`BanditOCOMemory`.
         strict_window: False (default) follows the pseudo-code, whose layer 0 queries round ``t + K(h - 1)``,
             i.e. ``t + W`` when ``(h - 1) | W``; True keeps every query in ``{t, ..., t + W - 1}`` (the window
-            the paper states) with ``K = floor((W - 1) / (h - 1))`` (spec §6 A7, inferred).
+            the paper states) with ``K = floor((W - 1) / (h - 1))`` (ocokit's choice, not in the paper).
         eta_decay: ``"inverse_t"`` (default) or ``"constant"``.
-        normalize_by_variance: divide estimates by ``E[u_i^2]`` (spec §6 A13; not in the paper).
+        normalize_by_variance: divide estimates by ``E[u_i^2]`` (not in the paper; see :class:`BanditOCOMemory`).
 
-    Readings: history slots (index <= 0) are fixed at x0bar, never perturbed or updated (§6 A3); queries
+    Readings: history slots (index <= 0) are fixed at x0bar, never perturbed or updated (the text says
+    ``x_t = x0bar`` for t <= 1, the appendix for t <= 0); queries
     for rounds k < 1 or k > T count as zero and are not made (the paper's ``l_k = 0`` there); memory h = 1
-    uses K = W layers on the current block (§6 A9, inferred). Queries go through the oracle narrowed to
+    uses K = W layers on the current block (the paper's ``K = floor(W / (h - 1))`` divides by zero; ocokit's
+    choice). Queries go through the oracle narrowed to
     this learner's window (:meth:`ocokit.feedback.Predictions.restrict`): a query beyond it is answered
     ``nan`` and counted in the ``"flagged_queries"`` diagnostic (never happens by construction).
 
@@ -401,7 +410,7 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
         return self.window - 1 if self.strict_window else self.window
 
     def layers(self, memory: int) -> int:
-        """K = floor(W / (h - 1)) (strict: floor((W - 1) / (h - 1))); K = W for h = 1 (spec §6 A9)."""
+        """K = floor(W / (h - 1)) (strict: floor((W - 1) / (h - 1))); K = W for h = 1 (ocokit's choice)."""
         if memory == 1:
             return self.window
         return self.lookahead // (memory - 1)
@@ -409,7 +418,7 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
     def init(self, info, key):
         x0, half_width = _resolve(self, info)
         h, K = info.memory, self.layers(info.memory)
-        M = self.window + 2 * h + 2  # ring length: every live index fits (spec §2.3 schedule)
+        M = self.window + 2 * h + 2  # ring length: every live index fits (Algorithm 1: s_j = t + (K-j-1)(h-1))
         return _OCOMLPState(
             xs=jnp.broadcast_to(x0, (K + 1, M, *x0.shape)),
             grads=jnp.zeros((K, M, h, *x0.shape), x0.dtype),
@@ -451,7 +460,7 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
         return eqx.tree_at(lambda s: (s.oracle_calls, s.lookahead, s.flagged), state, (zero, zero - 1, zero))
 
     def _iteration(self, state: _OCOMLPState, oracle: Any) -> _OCOMLPState:
-        """One pass of Algorithm 1's loop body at ``t = state.it`` (spec §2.2)."""
+        """One pass of Algorithm 1's loop body (lines 3-23, typos fixed as in the class) at ``t = state.it``."""
         xs, grads = state.xs, state.grads
         K, M = xs.shape[0] - 1, xs.shape[1]
         h, shape = grads.shape[2], xs.shape[2:]

@@ -18,6 +18,9 @@ A mirror geometry is a distance-generating function omega on a simple set X_0, i
 
 :class:`Hedge` (exponentiated gradient) is the entropic online mirror descent learner built on the same
 step; projected OGD (:class:`~ocokit.algorithms.OGD`) is its Euclidean counterpart.
+
+Reference (paper 004): S. Qiu and X. Wei, "Beyond O(sqrt(T)) Regret for Constrained Online Optimization: Gradual
+Variations and Mirror Prox", preprint, June 2020 (Section 2's Bregman setup, Assumption 2.3, Algorithm 2).
 """
 
 from __future__ import annotations
@@ -121,7 +124,7 @@ class EuclideanGeometry(AbstractMirrorGeometry):
 
     prox: ``Pi_{X_0}(y - h / alpha)`` through ``domain.project`` (exact for balls, boxes and the simplex).
     ``R^2 = diameter^2 / 2`` (``2 r^2`` for a ball of radius r, ``||u - l||^2 / 2`` for a box, 1 for the
-    probability simplex; spec paper004.md §1.5).
+    probability simplex): the bound ``D <= R^2`` on X_0 of paper 004's Assumption 2.3.
     """
 
     name: ClassVar[str] = "euclidean"
@@ -154,7 +157,7 @@ class EntropicGeometry(AbstractMirrorGeometry):
     divergence is ``sum_i u_i log(u_i / v_i)`` of ``u = x - o``, ``v = y - o``, with modulus ``1 / r``
     w.r.t. l1 (Pinsker). Unbounded near the boundary (``R^2 = inf``; paper 004 Remark 2.4), hence the
     uniform mixing of :func:`mix_uniform` in Algorithm 2. Only for ``Simplex(capped=False)``; the entropy
-    sign of the paper (``omega = -sum x log x``) is a typo (spec P13).
+    sign of paper 004 (``omega = -sum x log x``, the concave entropy) is a typo; its KL formula is right.
     """
 
     name: ClassVar[str] = "entropic"
@@ -247,17 +250,20 @@ class Hedge(AbstractLearner):
             raise ValueError(f"nu must be in [0, 1), got {arr if arr.ndim else arr.item()}")
         _checks.one_of("decay", self.decay, _DECAYS)
 
+    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound",)
+
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, grad_bound: float | None = None, **overrides: Any) -> Hedge:
+    def from_theory(cls, info: ProblemInfo, **options: Any) -> Hedge:
         """``eta = sqrt(2 ln d / T) / F``, F bounding ``||grad f_t||_inf`` (regret ``<= F sqrt(2 T ln d)``).
 
         Args:
             info: the problem's information (the domain must be a simplex).
-            grad_bound: F; defaults to ``info.constants.grad_bound`` (an l2 bound, hence also an l_inf one).
-            **overrides: any other constructor argument (``nu``, ``decay``, or ``eta`` itself).
+            **options: ``grad_bound``, F (default ``info.constants.grad_bound``, an l2 bound, hence also an
+                l_inf one), or any other constructor argument (``nu``, ``decay``, or ``eta`` itself).
         """
         EntropicGeometry().check_domain(info.domain)
-        F = info.require("grad_bound", "Hedge.from_theory", grad_bound)
+        info, overrides = cls.theory_inputs(info, options)
+        F = info.require("grad_bound", "Hedge.from_theory")
         d = info.domain.shape[0]
         eta = math.sqrt(2 * math.log(d) / info.horizon) / F
         return cls(**{"eta": eta, **overrides})

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter, split_options
 from ocokit.algorithms._mirror import (
     AbstractMirrorGeometry,
     EntropicGeometry,
@@ -58,12 +58,32 @@ def _constraints_at(fn, x, K: int):
     return g, jnp.reshape(jax.jacrev(fn)(x), (K, *x.shape)).astype(x.dtype)
 
 
-def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, grad_bound, name: str) -> dict[str, float]:
-    """``eta``, ``gamma``, ``L_f``, ``L_g``, ``G``, ``H`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}`` (spec P9, P12).
+class MirrorProxConstants(_checks.Checked):
+    """The constants of Assumption 2.1 (Qiu and Wei 2020) that set ``alpha_t``, each ``>= 0``.
+
+    Args:
+        L_f: Lipschitz constant of ``grad f^t`` in the geometry's norms.
+        L_g: Lipschitz constant of every ``grad g_k`` (0 for linear constraints).
+        G: bound on ``sum_k |g_k(x)|`` over X_0 (an l1 bound, not per constraint).
+        H: ``sum_k H_k`` of the Lipschitz constants of the ``g_k`` (a sum, not a max).
+    """
+
+    L_f: Float[Array, ""] = hyperparameter(_checks.nonnegative)
+    L_g: Float[Array, ""] = hyperparameter(_checks.nonnegative)
+    G: Float[Array, ""] = hyperparameter(_checks.nonnegative)
+    H: Float[Array, ""] = hyperparameter(_checks.nonnegative)
+
+    def xi(self, gamma: Any, queue: Array) -> Array:
+        """Eq. (6): ``xi_t = gamma L_g ||Q(t)||_1 + gamma^2 (L_g G + H^2)``."""
+        return gamma * self.L_g * jnp.sum(jnp.abs(queue)) + gamma**2 * (self.L_g * self.G + self.H**2)
+
+
+def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, name: str) -> dict[str, float]:
+    """``eta``, ``gamma``, ``L_f``, ``L_g``, ``G``, ``H`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}``, ``V >= V_*(T)``.
 
     The constructor arguments the two learners' ``from_theory`` share (``name`` is the class, for errors).
-    Problem constants are read with :meth:`ProblemInfo.require`: ``L_f`` overrides ``smoothness`` and
-    ``grad_bound`` overrides ``grad_bound``; ``G`` and ``H`` are sums over the K constraints, given
+    Problem constants are read with :meth:`ProblemInfo.require` (``L_f`` overrides ``smoothness``); ``G`` and
+    ``H`` are sums over the K constraints, given
     directly or bounded by ``K constraint_bound`` and ``K constraint_grad_bound``.
     """
     K, T = info.num_constraints, info.horizon
@@ -92,12 +112,12 @@ def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, grad_bound,
     for label, value in (("L_g", L_g), ("G", G), ("H", H)):
         _checks.nonnegative(label, value)
     if variation is None:
-        F = info.require("grad_bound", f"{who} (variation = 4 F^2 T)", grad_bound, allow_zero=True)
+        F = info.require("grad_bound", f"{who} (variation = 4 F^2 T)", allow_zero=True)
         variation = 4.0 * F**2 * T
     _checks.nonnegative("variation", variation)
     M = max(float(variation), L_f**2)
     if M <= 0:
-        raise ValueError("max{variation, L_f^2} must be > 0 (spec P8): give a positive L_f or variation")
+        raise ValueError("max{variation, L_f^2} must be > 0: give a positive L_f or variation")
     return {"gamma": M**0.25, "eta": M**-0.5, "L_f": L_f, "L_g": float(L_g), "G": float(G), "H": float(H)}
 
 
@@ -115,9 +135,10 @@ class AbstractMirrorProx(AbstractLearner):
         x~_{t+1} = P(y_t, grad f^t(x_t) + c_t, alpha_t)
 
     The queue is :func:`~ocokit.algorithms._queues.mirror_prox_queue`. A concrete learner declares the
-    fields below, its ``geometry``, ``alpha_bound`` (the theorem's lower bound on ``alpha_t``) and
-    ``prox_center``; ``init`` computes ``x_0`` and calls :meth:`initial_state`. Each field is validated
-    here: ``gamma, eta > 0``, ``L_f, L_g, G, H >= 0``, ``known_constraints`` a function or ``None``.
+    fields below (Assumption 2.1's ``L_f, L_g, G, H >= 0`` as the part ``constants``,
+    :class:`MirrorProxConstants`, each readable as an attribute), its ``geometry``, ``alpha_bound`` (the
+    theorem's lower bound on ``alpha_t``) and ``prox_center``; ``init`` computes ``x_0`` and calls
+    :meth:`initial_state`. Validated here: ``gamma, eta > 0``, ``known_constraints`` a function or ``None``.
 
     References:
         S. Qiu and X. Wei. Beyond O(sqrt(T)) regret for constrained online optimization: gradual variations
@@ -126,10 +147,7 @@ class AbstractMirrorProx(AbstractLearner):
 
     gamma: eqx.AbstractVar[Float[Array, ""]]
     eta: eqx.AbstractVar[Float[Array, ""]]
-    L_f: eqx.AbstractVar[Float[Array, ""]]
-    L_g: eqx.AbstractVar[Float[Array, ""]]
-    G: eqx.AbstractVar[Float[Array, ""]]
-    H: eqx.AbstractVar[Float[Array, ""]]
+    constants: eqx.AbstractVar[MirrorProxConstants]
     grad0: eqx.AbstractVar[Array | None]
     known_constraints: eqx.AbstractVar[Callable[[Array], Array] | None]
     geometry: eqx.AbstractVar[AbstractMirrorGeometry]
@@ -138,12 +156,53 @@ class AbstractMirrorProx(AbstractLearner):
     def __check_init__(self):
         _checks.positive("gamma", self.gamma)
         _checks.positive("eta", self.eta)
-        _checks.nonnegative("L_f", self.L_f)
-        _checks.nonnegative("L_g", self.L_g)
-        _checks.nonnegative("G", self.G)
-        _checks.nonnegative("H", self.H)
         if self.known_constraints is not None and not callable(self.known_constraints):
             raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
+
+    L_f = forwarded("constants")
+    L_g = forwarded("constants")
+    G = forwarded("constants")
+    H = forwarded("constants")
+
+    theory_constants: ClassVar[tuple[str, ...]] = (
+        "grad_bound",
+        "smoothness",
+        "constraint_bound",
+        "constraint_grad_bound",
+    )
+
+    @classmethod
+    def from_theory(cls, info: ProblemInfo, *, variation: float | None = None, **options: Any) -> AbstractMirrorProx:
+        """``M = max{V, L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}`` (Theorems 4.1/4.2 for Algorithm 1,
+        6.1 for Algorithm 2), and the learner's own :meth:`theory_parameters` (``rho``; ``nu = 1/T``).
+
+        Args:
+            info: the problem's information (horizon T, constants, number K of constraints; for
+                :class:`SimplexMirrorProx` the domain must be ``Simplex(capped=False)`` and T > 2).
+            variation: V, an upper bound on the gradual variation known in advance: ``V_*(T) = sum_t max_x
+                ||grad f^t(x) - grad f^{t-1}(x)||_*^2`` (with ``grad f^0 = 0`` its t = 1 term is
+                ``max_x ||grad f^1(x)||_*^2``), in (l1, l_inf) (``V_inf``) for Algorithm 2. Default
+                ``4 F^2 T`` with ``F = grad_bound`` (the worst case: ``||grad f^t||_* <= F``).
+            L_f, L_g, G, H: the constants of Assumption 2.1. Defaults: the constant ``smoothness`` for L_f;
+                for K > 0, ``K constraint_bound`` for G and ``K constraint_grad_bound`` for H (safe upper
+                bounds of the sums); L_g must be given when K > 0. With K = 0 they default to 0.
+            **options: the constants ``grad_bound`` (F for the default V), ``smoothness``,
+                ``constraint_bound``, ``constraint_grad_bound`` by name, or any other constructor argument
+                (``gamma``, ``eta``, ``rho``, ``nu``, ``geometry``, ``x0``, ``grad0``, ``known_constraints``),
+                which wins over the theory value.
+        """
+        given, options = split_options(MirrorProxConstants, options)
+        info, overrides = cls.theory_inputs(info, options)
+        own = cls.theory_parameters(info, overrides)
+        theory = _theory_parameters(
+            info, variation, *(given.get(name) for name in ("L_f", "L_g", "G", "H")), cls.__name__
+        )
+        return cls(**{**theory, **own, **overrides})
+
+    @classmethod
+    @abc.abstractmethod
+    def theory_parameters(cls, info: ProblemInfo, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The learner's own theory parameters besides ``gamma``, ``eta``, ``L_f``, ``L_g``, ``G``, ``H``."""
 
     @abc.abstractmethod
     def alpha_bound(self, xi: Array) -> Array:
@@ -156,11 +215,11 @@ class AbstractMirrorProx(AbstractLearner):
     def _dual_update(self, queue, alpha_prev, g, J):
         """``Q(t)``, ``alpha_t`` and ``c_t`` from ``Q(t-1)``, ``alpha_{t-1}``, ``g(x_{t-1})`` and its Jacobian."""
         gamma = self.gamma
-        Q = mirror_prox_queue(queue, g, gamma)  # Line 3 (not [Q + gamma g]_+; spec P1)
+        Q = mirror_prox_queue(queue, g, gamma)  # Line 3: the Yu-Neely queue, not [Q + gamma g]_+
         w = Q + gamma * g  # w_k(t) >= 0 (eq. 13)
-        xi = gamma * self.L_g * jnp.sum(jnp.abs(Q)) + gamma**2 * (self.L_g * self.G + self.H**2)  # eq. (6)
+        xi = self.constants.xi(gamma, Q)  # eq. (6)
         alpha = jnp.maximum(self.alpha_bound(xi), alpha_prev)
-        c = gamma * jnp.tensordot(w, J, axes=1)  # gamma J(x_{t-1})^T w(t); both gammas matter (spec P2)
+        c = gamma * jnp.tensordot(w, J, axes=1)  # gamma J(x_{t-1})^T w(t): both gammas matter (Line 4)
         return Q, alpha, c
 
     def initial_state(self, info: ProblemInfo, x0: Array) -> _MirrorProxState:
@@ -235,14 +294,14 @@ class MirrorProx(AbstractMirrorProx):
         x_t     = P(x~_t, grad f^{t-1}(x_{t-1}) + c_t, alpha_t)      -> played          (Line 4)
         x~_{t+1} = P(x~_t, grad f^t(x_t) + c_t, alpha_t)                                 (Line 7)
 
-    Both steps are centred at ``x~_t`` (not ``x_t``; the "y = x_t" in the proof of Lemma 5.1 is a typo,
-    spec P3) and reuse ``Q(t)``, ``alpha_t`` and the linearisation at ``x_{t-1}``. ``x_t`` never uses
+    Both steps are centred at ``x~_t`` (not ``x_t``; the "y = x_t" in the proof of Lemma 5.1 is a typo of
+    the paper) and reuse ``Q(t)``, ``alpha_t`` and the linearisation at ``x_{t-1}``. ``x_t`` never uses
     ``f^t``: :meth:`update` of round t computes ``x~_{t+1}`` and then ``x_{t+1}`` from ``grad f^t(x_t)``,
     the only gradient of ``f^t`` ever queried; :meth:`decide` returns the stored ``x_t``. Euclidean
     geometry: ``P(y, h, alpha) = Pi_{X_0}(y - h / alpha)``. Per round: two prox steps, one loss gradient,
     the constraint values and Jacobian at the played point.
 
-    Source: ``004_d8c37a6642191241.txt``, Algorithm 1, eqs. (6), (13), (21)/(44); spec paper004.md §2.2.
+    Source: Qiu and Wei, Algorithm 1, eqs. (6), (13), (21)/(44).
     Guarantees (Assumptions 2.1-2.3, Slater): with ``M = max{V_*(T), L_f^2}``, ``eta = M^{-1/2}``,
     ``gamma = M^{1/4}`` (:meth:`from_theory`), Regret(T) = O(max{sqrt(V_*(T)), L_f}) (Theorem 4.1) and the
     signed ``Violation(T, k) = sum_t g_k(x_t) = O(1)`` for every k (Theorem 4.2). For any parameters
@@ -259,19 +318,22 @@ class MirrorProx(AbstractMirrorProx):
         rho: modulus of the distance-generating function, > 0 (1 for the Euclidean geometry).
         geometry: the mirror geometry (static; default :class:`EuclideanGeometry`). It must have a bounded
             divergence on the domain (Assumption 2.3); for KL on the simplex use :class:`SimplexMirrorProx`.
-        x0: ``x_0 = x~_1`` in X_0 (default ``domain.center()``; spec P6). It is never played.
-        grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; spec P5).
+        x0: ``x_0 = x~_1`` in X_0 (default ``domain.center()``; Algorithm 1 leaves it free). It is never
+            played.
+        grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; the paper never defines ``f^0``).
         known_constraints: the fixed constraints ``g(x) -> (K,)`` as a jax function, so that round 1 can
             use ``g(x_0)`` and ``Q(1) = gamma |g(x_0)|`` as in the paper. Without it ``g(x_0) = 0`` and
             ``grad g(x_0) = 0`` (``Q(1) = 0``, ``c_1 = 0``), the only change, at t = 1; later rounds use the
             constraint oracle of the feedback at the played point.
 
-    Readings: ``grad f^0 = 0`` (spec P5; ``grad0`` gives a hint instead); ``x_0`` the centre of X_0 (P6;
-    ``x0``); the recursive max form of ``alpha_t`` (equal to the closed form (44)). The paper needs
-    ``V_*(T)`` in advance and gives no adaptive scheme (P9): :meth:`from_theory` takes an upper bound
+    Readings: round 1 uses ``grad f^0(x_0)`` and the t = 1 term of ``V_*`` uses ``f^0``, which the paper never
+    defines: ocokit takes ``grad f^0 = 0``, which only changes constants (``grad0`` gives a hint instead);
+    ``x_0`` the centre of X_0 (``x0``); the recursive max form of ``alpha_t`` (equal to the closed form (44)).
+    The paper needs ``V_*(T)`` in advance and gives no adaptive scheme: :meth:`from_theory` takes an upper bound
     ``variation >= V_*(T)`` (guarantees then hold with ``V_*`` replaced by it) and defaults to the
     worst case ``4 F^2 T``, which recovers O(sqrt(T)) regret. Time-varying constraints are outside the
-    paper (P20); they run (the linearisation uses round t's ``g^t`` at ``x_t``) without guarantee.
+    paper (fixed, known constraints only); they run (the linearisation uses round t's ``g^t`` at ``x_t``)
+    without guarantee.
 
     Example:
         >>> import jax.numpy as jnp, ocokit
@@ -289,11 +351,8 @@ class MirrorProx(AbstractMirrorProx):
 
     gamma: Float[Array, ""] = hyperparameter()
     eta: Float[Array, ""] = hyperparameter()
-    L_f: Float[Array, ""] = hyperparameter()
-    L_g: Float[Array, ""] = hyperparameter()
-    G: Float[Array, ""] = hyperparameter()
-    H: Float[Array, ""] = hyperparameter()
-    rho: Float[Array, ""] = hyperparameter()
+    constants: MirrorProxConstants
+    rho: Float[Array, ""] = hyperparameter(_checks.positive)
     geometry: AbstractMirrorGeometry = eqx.field(static=True)
     x0: Float[Array, "*shape"] | None = eqx.field(converter=_optional_array)
     grad0: Float[Array, "*shape"] | None = eqx.field(converter=_optional_array)
@@ -303,55 +362,26 @@ class MirrorProx(AbstractMirrorProx):
         self,
         gamma: Any,
         eta: Any,
-        L_f: Any,
-        L_g: Any,
-        G: Any,
-        H: Any,
         rho: Any = 1.0,
         geometry: AbstractMirrorGeometry = EuclideanGeometry(),
         x0: Any = None,
         grad0: Any = None,
         known_constraints: Callable[[Array], Array] | None = None,
+        **constants: Any,
     ):
-        self.gamma, self.eta, self.L_f, self.L_g, self.G, self.H = gamma, eta, L_f, L_g, G, H
+        """``constants``: ``L_f``, ``L_g``, ``G``, ``H`` (:class:`MirrorProxConstants`), by name."""
+        self.gamma, self.eta, self.constants = gamma, eta, MirrorProxConstants(**constants)
         self.rho, self.geometry, self.x0, self.grad0 = rho, geometry, x0, grad0
         self.known_constraints = known_constraints
 
     def __check_init__(self):
-        _checks.positive("rho", self.rho)
         if not isinstance(self.geometry, AbstractMirrorGeometry):
             raise ValueError(f"geometry must be a mirror geometry, got {type(self.geometry).__name__}")
 
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        variation: float | None = None,
-        L_f: float | None = None,
-        L_g: float | None = None,
-        G: float | None = None,
-        H: float | None = None,
-        grad_bound: float | None = None,
-        **overrides: Any,
-    ) -> MirrorProx:
-        """The parameters of Theorems 4.1/4.2: ``M = max{V, L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}``.
-
-        Args:
-            info: the problem's information (horizon T, constants, number K of constraints).
-            variation: V, an upper bound on ``V_*(T) = sum_t max_x ||grad f^t(x) - grad f^{t-1}(x)||_*^2``
-                known in advance (with ``grad f^0 = 0`` its t = 1 term is ``max_x ||grad f^1(x)||_*^2``).
-                Default ``4 F^2 T`` with ``F = grad_bound`` (spec P9).
-            L_f, L_g, G, H: the constants of Assumption 2.1. Defaults: ``info.constants.smoothness`` for
-                L_f; for K > 0, ``K constraint_bound`` for G and ``K constraint_grad_bound`` for H (safe
-                upper bounds of the sums); L_g must be given when K > 0. With K = 0 they default to 0.
-            grad_bound: F for the default V (default ``info.constants.grad_bound``).
-            **overrides: any other constructor argument (``gamma``, ``eta``, ``rho``, ``geometry``, ``x0``,
-                ``grad0``, ``known_constraints``), which wins over the theory value.
-        """
-        theory = _theory_parameters(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
-        rho = overrides.get("geometry", EuclideanGeometry()).modulus(info.domain)
-        return cls(**{**theory, "rho": rho, **overrides})
+    def theory_parameters(cls, info: ProblemInfo, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Theorem 4.1's ``rho``: the modulus of the geometry (``overrides["geometry"]``, default Euclidean)."""
+        return {"rho": overrides.get("geometry", EuclideanGeometry()).modulus(info.domain)}
 
     def init(self, info, key):
         del key
@@ -390,16 +420,16 @@ class SimplexMirrorProx(AbstractMirrorProx):
         x~_{t+1} proportional to y~_t exp(-(grad f^t(x_t) + c_t) / alpha_t)            (Line 8)
 
     with ``xi_t`` of eq. (6), ``x_0 = x~_1 = 1/d`` and ``Q(0) = 0``. Both steps are centred at the mixed
-    point ``y~_t`` (spec §2.3), which keeps every centre ``>= nu / d`` so KL stays finite. The steps are
-    the entropic prox of :mod:`ocokit.algorithms._mirror`, in log space. Constants are measured in
+    point ``y~_t`` (Algorithm 2, Lines 5 and 8), which keeps every centre ``>= nu / d`` so KL stays finite.
+    The steps are the entropic prox of :mod:`ocokit.algorithms._mirror`, in log space. Constants are measured in
     (l1, l_inf): ``F = sup ||grad f^t||_inf``, ``L_f``, ``L_g`` with ``||grad phi(x) - grad phi(y)||_inf <=
-    L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (spec P12; l2 constants are valid upper bounds). Any
+    L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (Section 6; l2 constants are valid upper bounds). Any
     ``Simplex(capped=False)`` works (the step acts on ``(x - offset) / radius``); the theorem's constants
     are for the probability simplex (radius 1).
 
-    Source: ``004_d8c37a6642191241.txt``, Algorithm 2, eqs. (52)/(76), Lemma B.1; spec paper004.md §2.3.
-    Guarantees (Assumptions 2.1-2.2, Slater; Theorems 6.1 and 6.2, which say "Algorithm 1" by a typo,
-    spec P15): with ``M = max{V_inf(T), L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}``, ``nu = 1/T``
+    Source: Qiu and Wei, Algorithm 2, eqs. (52)/(76), Lemma B.1. Guarantees (Assumptions 2.1-2.2, Slater;
+    Theorems 6.1 and 6.2, whose "Algorithm 1" and "as Theorem 4.1" are typos for Algorithm 2 and Theorem
+    6.1): with ``M = max{V_inf(T), L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}``, ``nu = 1/T``
     and T > 2, Regret(T) = O(max{sqrt(V_inf(T)), L_f} log^2(T d)) and Violation(T, k) = O(log(T d)) (not
     O(1)). Lemma 5.5 holds as for Algorithm 1.
 
@@ -408,12 +438,13 @@ class SimplexMirrorProx(AbstractMirrorProx):
         eta: eta > 0, only inside ``alpha_t`` (theory ``M^{-1/2}``).
         nu: mixing weight in ``(0, 1]`` (theory ``1 / T``).
         L_f, L_g, G, H: as in :class:`MirrorProx`, in (l1, l_inf).
-        grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; spec P5).
+        grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; the paper never defines ``f^0``).
         known_constraints: the fixed constraints ``g(x) -> (K,)``, for ``g(x_0)`` at round 1 (see
             :class:`MirrorProx`; without it ``g(x_0) = 0``).
 
-    Readings: ``grad f^0 = 0`` (P5; ``grad0``); the negative entropy ``omega = sum x log x`` (the paper's
-    sign is a typo, P13); V known in advance as an upper bound (P9), default ``4 F^2 T``.
+    Readings: ``grad f^0 = 0`` (as in :class:`MirrorProx`; ``grad0``); the negative entropy
+    ``omega = sum x log x`` (the paper writes ``-sum x log x``, a sign typo: that is the concave entropy);
+    V known in advance as an upper bound, default ``4 F^2 T``.
 
     Example:
         >>> import ocokit
@@ -431,11 +462,8 @@ class SimplexMirrorProx(AbstractMirrorProx):
 
     gamma: Float[Array, ""] = hyperparameter()
     eta: Float[Array, ""] = hyperparameter()
-    nu: Float[Array, ""] = hyperparameter()
-    L_f: Float[Array, ""] = hyperparameter()
-    L_g: Float[Array, ""] = hyperparameter()
-    G: Float[Array, ""] = hyperparameter()
-    H: Float[Array, ""] = hyperparameter()
+    nu: Float[Array, ""] = hyperparameter(_checks.positive)
+    constants: MirrorProxConstants
     grad0: Float[Array, " d"] | None = eqx.field(converter=_optional_array)
     known_constraints: Callable[[Array], Array] | None
     geometry: ClassVar[AbstractMirrorGeometry] = EntropicGeometry()
@@ -445,48 +473,25 @@ class SimplexMirrorProx(AbstractMirrorProx):
         gamma: Any,
         eta: Any,
         nu: Any,
-        L_f: Any,
-        L_g: Any,
-        G: Any,
-        H: Any,
         grad0: Any = None,
         known_constraints: Callable[[Array], Array] | None = None,
+        **constants: Any,
     ):
-        self.gamma, self.eta, self.nu, self.L_f, self.L_g, self.G, self.H = gamma, eta, nu, L_f, L_g, G, H
+        """``constants``: ``L_f``, ``L_g``, ``G``, ``H`` (:class:`MirrorProxConstants`), by name."""
+        self.gamma, self.eta, self.nu, self.constants = gamma, eta, nu, MirrorProxConstants(**constants)
         self.grad0, self.known_constraints = grad0, known_constraints
 
     def __check_init__(self):
         _checks.in_closed_interval("nu", self.nu, 0.0, 1.0)
-        _checks.positive("nu", self.nu)
 
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        variation: float | None = None,
-        L_f: float | None = None,
-        L_g: float | None = None,
-        G: float | None = None,
-        H: float | None = None,
-        grad_bound: float | None = None,
-        **overrides: Any,
-    ) -> SimplexMirrorProx:
-        """The parameters of Theorem 6.1: ``eta = M^{-1/2}``, ``gamma = M^{1/4}``, ``nu = 1/T`` (needs T > 2).
-
-        Args:
-            info: the problem's information (the domain must be ``Simplex(capped=False)``).
-            variation: an upper bound on ``V_inf(T)`` (the gradual variation in l_inf), known in advance;
-                default ``4 F^2 T``.
-            L_f, L_g, G, H, grad_bound: as in :meth:`MirrorProx.from_theory`, in (l1, l_inf).
-            **overrides: any other constructor argument (``gamma``, ``eta``, ``nu``, ``grad0``,
-                ``known_constraints``).
-        """
+    def theory_parameters(cls, info: ProblemInfo, overrides: dict[str, Any]) -> dict[str, Any]:
+        """Theorem 6.1's ``nu = 1/T`` (needs T > 2 and a ``Simplex(capped=False)`` domain)."""
+        del overrides
         if info.horizon <= 2:
             raise ValueError(f"SimplexMirrorProx.from_theory needs T > 2 (Theorem 6.1), got {info.horizon}")
         EntropicGeometry().check_domain(info.domain)
-        theory = _theory_parameters(info, variation, L_f, L_g, G, H, grad_bound, cls.__name__)
-        return cls(**{**theory, "nu": 1.0 / info.horizon, **overrides})
+        return {"nu": 1.0 / info.horizon}
 
     def init(self, info, key):
         del key

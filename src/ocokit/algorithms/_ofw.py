@@ -11,7 +11,7 @@ plays one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from
   search (paper 001, Algorithm 2).
 """
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -61,11 +61,11 @@ class OFW(AbstractOFW):
     ``x_1`` is ``K.center()``. One LMO call per round (warm-started: the set's LMO state is carried in the
     learner state), no projection.
 
-    Source: E. Hazan and S. Kale (2012), as recalled in paper 001 (``001_2fe8e4bf615c57d2.txt``, §3 eq. (3)
-    and the paragraph after it; spec ``paper001.md`` §2.1 "Original OFW"). Guarantee: regret O(T^{3/4}) on
-    any convex K with ``eta = O(T^{-3/4})`` and ``sigma_t = O(t^{-1/2})``; Hazan (2016) is recalled as
-    ``eta = D / (2 G T^{3/4})``, ``sigma_t = min(1, 2/sqrt(t))``, regret <= 8 D G T^{3/4} (external,
-    unverified in the spec).
+    Source: E. Hazan and S. Kale (2012), as recalled by Wan and Zhang (AAAI 2021; eq. (3) and the paragraph
+    after it). Guarantee: regret O(T^{3/4}) on any convex K with ``eta = O(T^{-3/4})`` and
+    ``sigma_t = O(t^{-1/2})``; Wan and Zhang give no constants for this schedule, and those used here are
+    recalled from Hazan (2016): ``eta = D / (2 G T^{3/4})``, ``sigma_t = min(1, 2/sqrt(t))``,
+    regret <= 8 D G T^{3/4} (not checked against the book).
 
     Args:
         eta: scale of the linear part of the surrogate, > 0 (``from_theory``: ``D / (2 G T^{3/4})``).
@@ -100,28 +100,20 @@ class OFW(AbstractOFW):
         _checks.positive("sigma0", self.sigma0)
         _checks.one_of("surrogate", self.surrogate, ("current", "previous"))
 
-    @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        eta: float | None = None,
-        sigma0: float = 2.0,
-        surrogate: str = "current",
-        grad_bound: float | None = None,
-        diameter: float | None = None,
-    ) -> "OFW":
-        """Hazan (2016, Thm 7.3, as recalled in spec 001 §2.1): ``eta = D / (2 G T^{3/4})``, ``sigma0 = 2``.
+    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
 
-        Needs the constant ``grad_bound`` (G; or pass ``grad_bound=``) and ``diameter`` (D) unless ``eta`` is
-        given.
+    @classmethod
+    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **options: Any) -> "OFW":
+        """Hazan (2016, Thm 7.3; not restated by Wan and Zhang): ``eta = D / (2 G T^{3/4})``, ``sigma0 = 2``.
+
+        Needs the constant ``grad_bound`` (G) and ``diameter`` (D) unless ``eta`` is given; ``options`` give
+        either by name, or constructor arguments (``sigma0``, ``surrogate``).
         """
+        info, options = cls.theory_inputs(info, options)
         if eta is None:
             who = f"{cls.__name__}.from_theory"
-            G = info.require("grad_bound", who, grad_bound)
-            D = info.require("diameter", who, diameter)
-            eta = D / (2.0 * G * info.horizon**0.75)
-        return cls(eta=eta, sigma0=sigma0, surrogate=surrogate)
+            eta = info.require("diameter", who) / (2.0 * info.require("grad_bound", who) * info.horizon**0.75)
+        return cls(eta=eta, **options)
 
     def update(self, state, x, feedback):
         lagged = self.surrogate == "previous"
@@ -144,16 +136,17 @@ class OFWLineSearch(AbstractOFW):
     the player's ``"line_search"`` rule. ``x_1`` is ``K.center()``. One LMO call
     per round, warm-started (the LMO state is carried in the learner state), no projection.
 
-    Source: paper 001 (``001_2fe8e4bf615c57d2.txt``), Algorithm 1, eq. (3), Lemma 1; spec ``paper001.md``
-    §2.1. Guarantee (Thm 1): for convex G-Lipschitz losses over an alpha_K-strongly convex K (l2) of
-    diameter D, with ``eta = D / (2 G (T+2)^{2/3})``, regret <= (11/4) G sqrt(C) (T+2)^{2/3},
-    ``C = max(4 D^2, 4096 / (3 alpha_K^2))``. alpha_K is not an input: the line search adapts to it.
+    Source: Wan and Zhang, Algorithm 1, eq. (3), Lemma 1. Guarantee (Thm 1): for convex G-Lipschitz losses
+    over an alpha_K-strongly convex K (l2) of diameter D, with ``eta = D / (2 G (T+2)^{2/3})``, regret
+    <= (11/4) G sqrt(C) (T+2)^{2/3}, ``C = max(4 D^2, 4096 / (3 alpha_K^2))``. alpha_K is not an input: the
+    line search adapts to it.
 
     Args:
         eta: scale of the linear part of the surrogate, > 0 (``from_theory``: ``D / (2 G (T+2)^{2/3})``).
 
-    Readings: the paper has one reading (surrogate through the current round, regulariser centred at
-    ``x_1`` and not halved); the spec's pitfalls §7.2-7.3 are followed.
+    Readings: the paper has one reading: the surrogate sums the stored gradients ``grad f_tau(x_tau)`` at the
+    played points through the current round, and the regulariser ``||x - x_1||^2`` is centred at ``x_1`` and
+    not halved (gradient ``2 (x - x_1)``).
 
     Example:
         >>> import ocokit
@@ -174,22 +167,19 @@ class OFWLineSearch(AbstractOFW):
     def __check_init__(self):
         _checks.positive("eta", self.eta)
 
+    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        eta: float | None = None,
-        grad_bound: float | None = None,
-        diameter: float | None = None,
-    ) -> "OFWLineSearch":
-        """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (needs ``grad_bound`` unless ``eta`` is given)."""
+    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **constants: float) -> "OFWLineSearch":
+        """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (``grad_bound`` and ``diameter`` are read
+        unless ``eta`` is given; ``constants`` give either by name)."""
+        info, options = cls.theory_inputs(info, constants)
         if eta is None:
             who = f"{cls.__name__}.from_theory"
-            G = info.require("grad_bound", who, grad_bound)
-            D = info.require("diameter", who, diameter)
-            eta = D / (2.0 * G * (info.horizon + 2) ** (2.0 / 3.0))
-        return cls(eta=eta)
+            eta = info.require("diameter", who) / (
+                2.0 * info.require("grad_bound", who) * (info.horizon + 2) ** (2 / 3)
+            )
+        return cls(eta=eta, **options)
 
     def update(self, state, x, feedback):
         return self.player.step(state, feedback.grad(x), x, eta=self.eta)
@@ -209,21 +199,21 @@ class SCOFW(AbstractOFW):
     Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the player's
     ``"strongly_convex"`` rule. The implementation divides ``F_t`` by t
     (running means ``S_t / t`` and ``P_t / t``, ``beta = lam``), which leaves ``v_t`` and ``sigma_t``
-    unchanged and avoids the cancellation in ``t x_t - P_t`` (spec §7.14). ``x_1`` is ``K.center()``.
-    Anytime: no T, D or G is needed.
+    unchanged and avoids the cancellation in ``t x_t - P_t`` (both terms grow linearly in t). ``x_1`` is
+    ``K.center()``. Anytime: no T, D or G is needed.
 
-    Source: paper 001 (``001_2fe8e4bf615c57d2.txt``), Algorithm 2, eq. (5), Lemmas 2 and 6; spec
-    ``paper001.md`` §2.2. Guarantees, for lam-strongly convex G-Lipschitz losses: Thm 2, over an
-    alpha_K-strongly convex K, regret <= C sqrt(2T) + C ln(T)/2 + G D with
+    Source: Wan and Zhang, Algorithm 2, eq. (5), Lemmas 2 and 6. Guarantees, for lam-strongly convex
+    G-Lipschitz losses: Thm 2, over an alpha_K-strongly convex K, regret <= C sqrt(2T) + C ln(T)/2 + G D with
     ``C = max(4 (G + lam D)^2 / lam, 288 lam / alpha_K^2)``; Thm 3, over any convex K of diameter D,
     regret <= 3 sqrt(2) C T^{2/3} / 8 + C ln(T) / 8 + G D with ``C = 16 (G + lam D)^2 / lam``.
 
     Args:
         lam: the losses' strong-convexity modulus lambda, > 0; must not exceed the true modulus of any f_t
-            (spec §7.9; ``from_theory`` reads ``constants.strong_convexity``).
+            (an overestimate voids Theorems 2-3, an underestimate inflates C; ``from_theory`` reads
+            ``constants.strong_convexity``).
 
-    Readings: the paper's surrogate (c = 0 in Garber and Hazan's eq. 4; spec §2.3); the c > 0 variant is
-    not offered.
+    Readings: the paper's surrogate is eq. (4) of Garber and Hazan (2016) with c = 0 (no
+    ``(c lam / 2) ||x - x_1||^2`` term; their c > 0 serves polytopes); the c > 0 variant is not offered.
 
     Example:
         >>> import ocokit

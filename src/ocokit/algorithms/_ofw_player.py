@@ -12,7 +12,11 @@ round; the player keeps the sums of its surrogate ``F_t`` and plays one warm-sta
 * ``"strongly_convex"``: ``F_t(x) = sum_tau <c_tau, x> + lam/2 ||x - x_tau||^2`` with the exact line search
   (paper 001, Alg. 2; paper 000, Alg. 2 with ``lam = 2 C_1``), kept as running means ``S_t / t``, ``P_t / t``
   of the linear losses and the iterates: ``F_t / t`` has the same ``v_t`` and ``sigma_t`` and avoids the
-  cancellation in ``t x_t - P_t`` (spec 001 §7.14).
+  cancellation in ``t x_t - P_t`` (both terms grow linearly in t).
+
+References: E. Hazan and S. Kale, "Projection-free Online Learning", ICML 2012. Y. Wan and L. Zhang,
+"Projection-free Online Learning over Strongly Convex Sets", AAAI 2021 (paper 001). Y. Wang, Y. Wan and L. Zhang,
+"Revisiting Projection-Free Online Learning with Time-Varying Constraints", AAAI 2025 (paper 000).
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """OPDP (reconstructed): online primal-dual projection-free learning, Lee, Ho-Nguyen and Lee 2023, Alg. 1.
 
-RECONSTRUCTED from the template of spec ``baselines.md`` §3.2: neither the paper's text nor its abstract could
-be read, so the update equations and every parameter value are a reconstruction, not the authors' algorithm.
+D. Lee, N. Ho-Nguyen and D. Lee, "Projection-Free Online Convex Optimization with Stochastic Constraints",
+arXiv:2305.01333, 2023. RECONSTRUCTED: neither the paper's text nor its abstract could be read, so the update
+equations and every parameter value are a reconstruction from the paper that compares against it (Y. Wang,
+Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying Constraints", AAAI 2025:
+Table 1, Related Work, Experiments), not the authors' algorithm.
 The primal player is the shared :class:`~ocokit.algorithms._ofw_player.OFWPlayer` (rule ``"decaying"``), the
 dual one a named queue update of :mod:`ocokit.algorithms._queues`.
 """
@@ -9,7 +12,7 @@ dual one a named queue update of :mod:`ocokit.algorithms._queues`.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -18,7 +21,7 @@ from jaxtyping import Array, Float
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
-from ocokit.algorithms._queues import drift_plus_penalty, regularised_dual_ascent
+from ocokit.algorithms._queues import drift_plus_penalty, penalised_gradient, regularised_dual_ascent
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 _DUAL_RULES = ("dpp_queue", "lagrangian")
@@ -32,8 +35,9 @@ class _OPDPState(eqx.Module):
 class OPDP(AbstractLearner):
     """OPDP (reconstructed): online primal-dual projection-free method (Lee, Ho-Nguyen, Lee 2023, Alg. 1).
 
-    RECONSTRUCTED: the paper could not be read; this is the "faithful-in-spirit" template of spec
-    ``baselines.md`` §3.2, with OFW (Hazan and Kale 2012) as the projection-free primal player. The update
+    RECONSTRUCTED: the paper could not be read; this is a "faithful-in-spirit" template (an online primal-dual
+    framework around any projection-free learner, as recalled, not read), with OFW (Hazan and Kale 2012) as the
+    projection-free primal player. The update
     equations were **not** checked against the paper. Do not cite results of this class as the authors'.
 
     Update (after playing ``x_t`` and seeing ``f_t``, ``g_t``; one LOO call per round)::
@@ -44,8 +48,8 @@ class OPDP(AbstractLearner):
         (a) Q_{t+1} = [Q_t + g_t(x_t)]_+                             # dual_rule="dpp_queue" (default)
         (b) Q_{t+1} = [Q_t + mu (g_t(x_t) - dual_reg mu Q_t)]_+      # dual_rule="lagrangian"
 
-    Source: spec ``baselines.md`` §3.2 (template, still unverified in every line); OFW as restated by AAAI-25
-    (verified there). Published bounds (AAAI-25 Table 1 only): ``O(T^{5/6})`` regret and CCV for i.i.d.
+    Source: a reconstruction, unverified in every line; OFW as restated by AAAI-25 (Wang, Wan and Zhang,
+    Related Work). Published bounds (AAAI-25 Table 1 only): ``O(T^{5/6})`` regret and CCV for i.i.d.
     stochastic constraints; ``O(T^{5/6 + a})`` / ``O(T^{11/12 - a/2})`` for adversarial ones.
 
     Args:
@@ -59,7 +63,7 @@ class OPDP(AbstractLearner):
 
     Readings: the OFW sum includes round t's loss (as AAAI-25's own OFW and :class:`ocokit.algorithms.OFW`),
     the start is ``x_1 = K.center()``, ``Q_1 = 0``. ``from_theory``'s exponents are our derivation (below),
-    not the paper's, which the spec says must replace them once read.
+    not the paper's, which must replace them once the paper is read.
 
     Example:
         >>> import ocokit
@@ -92,18 +96,16 @@ class OPDP(AbstractLearner):
         _checks.nonnegative("dual_reg", self.dual_reg)
         _checks.one_of("dual_rule", self.dual_rule, _DUAL_RULES)
 
+    theory_constants: ClassVar[tuple[str, ...]] = (
+        "grad_bound",
+        "constraint_grad_bound",
+        "constraint_bound",
+        "diameter",
+    )
+
     @classmethod
     def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        dual_rule: str = "dpp_queue",
-        hinge: bool = False,
-        scale: float = 1.0,
-        grad_bound: float | None = None,
-        constraint_grad_bound: float | None = None,
-        constraint_bound: float | None = None,
-        diameter: float | None = None,
+        cls, info: ProblemInfo, *, dual_rule: str = "dpp_queue", scale: float = 1.0, **options: Any
     ) -> OPDP:
         """Reconstructed parameters: our derivation, since the paper's exponents could not be read.
 
@@ -118,25 +120,24 @@ class OPDP(AbstractLearner):
             "dpp_queue" (default):  Q = lambda / mu, i.e. V = 1/mu and OFW step eta mu
             "lagrangian":  V = 1, mu, delta = B^2 sqrt(T) / Lambda^2  (so lambda <= B/(delta mu) = Lambda)
 
-        Needs the constants ``grad_bound`` (G_f), ``constraint_grad_bound`` (G_g) and ``constraint_bound``
-        (B), each overridable by the keyword of its name. Measured (tests/algorithms/test_opdp.py): with
-        ``"dpp_queue"`` regret and CCV grow at most like ``T^{5/6}``; with ``"lagrangian"`` the regulariser's
-        leak ``delta mu = B / Lambda`` keeps the per-round violation near ``T^{-1/12}``, so its CCV is close to
-        linear for ``T <= 10^4``.
+        Needs the constants ``grad_bound`` (G_f), ``constraint_grad_bound`` (G_g), ``constraint_bound`` (B)
+        and ``diameter`` (D); ``options`` give any of them by name, or constructor arguments (``hinge``).
+        Measured (tests/algorithms/test_opdp.py): with ``"dpp_queue"`` regret and CCV grow at most like
+        ``T^{5/6}``; with ``"lagrangian"`` the regulariser's leak ``delta mu = B / Lambda`` keeps the per-round
+        violation near ``T^{-1/12}``, so its CCV is close to linear for ``T <= 10^4``.
         """
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
         _checks.positive("scale", scale)
+        info, options = cls.theory_inputs(info, options)
         T, who = info.horizon, f"{cls.__name__}.from_theory"
-        D = info.require("diameter", who, diameter)
-        Gf = info.require("grad_bound", who, grad_bound)
-        Gg = info.require("constraint_grad_bound", who, constraint_grad_bound)
-        B = info.require("constraint_bound", who, constraint_bound)
+        D, Gf = info.require("diameter", who), info.require("grad_bound", who)
+        Gg, B = info.require("constraint_grad_bound", who), info.require("constraint_bound", who)
         cap = scale * Gf / Gg * T ** (1.0 / 12.0)
         mu = cap / (B * math.sqrt(T))
         eta = D / (2.0 * (Gf + cap * Gg) * T**0.75)
         if dual_rule == "dpp_queue":
-            return cls(eta=eta * mu, V=1.0 / mu, dual_rule=dual_rule, hinge=hinge)
-        return cls(eta=eta, V=1.0, mu=mu, dual_reg=B / (cap * mu), dual_rule=dual_rule, hinge=hinge)
+            return cls(eta=eta * mu, V=1.0 / mu, dual_rule=dual_rule, **options)
+        return cls(eta=eta, V=1.0, mu=mu, dual_reg=B / (cap * mu), dual_rule=dual_rule, **options)
 
     def init(self, info, key):
         del key
@@ -147,12 +148,7 @@ class OPDP(AbstractLearner):
         return state.player.x
 
     def update(self, state, x, feedback):
-        g = feedback.constraints(x)
-        J = feedback.constraints_jacobian(x).reshape(g.shape[0], x.size)
-        if self.hinge:
-            J = jnp.where((g > 0)[:, None], J, 0.0)
-            g = jnp.maximum(g, 0.0)
-        c = self.V * feedback.grad(x) + (state.queue @ J).reshape(x.shape)
+        c, g = penalised_gradient(feedback, x, self.V, state.queue, self.hinge)
         player = self.player.step(state.player, c, x, eta=self.eta, sigma0=self.sigma0)
         if self.dual_rule == "dpp_queue":
             Q = drift_plus_penalty(state.queue, g)

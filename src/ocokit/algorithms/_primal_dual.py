@@ -1,17 +1,18 @@
 """Queue-based primal-dual baselines of paper 003: RECOO (Guo et al. 2022), Yi et al. 2021 and 2023.
 
-The three are the comparators of COLDQ's experiments (paper 003, Tables 3-6). Their update rules are
-not in paper 003; they follow spec ``baselines.md`` §4-§6, i.e. the COLDQ authors' own single-agent
-implementations ([C]) with the parameters of paper 003's tables ([S]). RECOO and Yi et al. 2021 solve a
-hinge-penalised proximal step per round with the part they share with COLDQ
-(:class:`~ocokit.algorithms._queue_common.HingeProx`); Yi et al. 2023 takes one projected step. Their
-queue updates are the named rules of :mod:`ocokit.algorithms._queues` (:func:`floored_rectified`,
-:func:`cumulative_hinge`, :func:`leaky_dual_ascent`).
+The three are the comparators of COLDQ's experiments (J. Wang, B. Yan and Y. Liu, "Doubly-Bounded Queue for
+Constrained Online Learning: Keeping Pace with Dynamics of Both Loss and Constraint", AAAI 2025; paper 003,
+Tables 3-6). Paper 003 gives no update rules for them and the original papers' full texts were not read, so
+each update was reconstructed from the COLDQ authors' own implementations of these baselines ([C]) with the
+parameters of paper 003's tables ([S]). RECOO and Yi et al. 2021 solve a hinge-penalised proximal step
+per round with the part they share with COLDQ (:class:`~ocokit.algorithms._queue_common.HingeProx`);
+Yi et al. 2023 takes one projected step. Their queue updates are the named rules of
+:mod:`ocokit.algorithms._queues` (:func:`floored_rectified`, :func:`cumulative_hinge`, :func:`leaky_dual_ascent`).
 
-Verification tags (spec ``baselines.md`` §0): **[A]** the paper's abstract (bounds only); **[C]** the
-COLDQ authors' code ``yituo-liu/TON26-COLDQ`` reduced to one agent (not the baseline authors' code);
-**[S]** what paper 003 reports (its parameter tables); **(unverified)** reconstructed, to be checked
-against the original paper before claiming fidelity.
+Verification tags: **[A]** the paper's abstract (bounds only); **[C]** the COLDQ authors' public code
+``yituo-liu/TON26-COLDQ`` (of their decentralised extension) reduced to one agent, not the baseline
+authors' code; **[S]** what paper 003 reports (its parameter tables); **(unverified)** reconstructed, to be
+checked against the original paper before claiming fidelity.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ class RECOO(AbstractQueueLearner):
     as in COLDQ) inside the compiled run; the solve happens in ``update`` at the end of round ``t-1``. The
     queue is :func:`~ocokit.algorithms._queues.floored_rectified`.
 
-    Source: spec ``baselines.md`` §4.2 (update rule **[C]**: ``RECOO[27].py``, time-varying and fixed
-    variants, single agent) and ``paper003.md`` §5.1; parameters of paper 003 Tables 3-6 **[S]**
+    Source: update rule **[C]** (the COLDQ authors' ``RECOO[27].py``, time-varying and fixed variants,
+    reduced to one agent; paper 003, footnote 1, describes the queue as "a lower bound only"); parameters
+    of paper 003 Tables 3-6 **[S]**
     (:meth:`from_paper`); the theory exponents ``alpha ~ sqrt(t)``, ``gamma ~ t^{1/2+eps}``,
     ``eta ~ sqrt(t)`` are **(unverified)**. Guarantees **[A]** (NeurIPS 2022 abstract; hard violation
     ``sum_t sum_n [g]_+``): convex, fixed constraints ``O(sqrt T)`` regret and ``O(1)`` violation;
@@ -80,12 +82,12 @@ class RECOO(AbstractQueueLearner):
         solver: the per-round solver (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`).
         start: ``"origin"`` plays ``x_1 = Pi_X(0)`` (**[C]**: ``x_1 = 0``), ``"center"`` ``X.center()``.
 
-        ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
-        (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
+    ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
+    (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
 
-    Readings: the spec's recommended reading (``queue_uses="current"``, **[C]**) is the default; the
-    alternative is the option above. Initial queue 0, so the floor ``eta_t`` applies from the first
-    update.
+    Readings: the [C] code's queue (``queue_uses="current"``) is the default; RECOO's own form as recalled
+    (the old function at the new point) is the option above. Initial queue 0, so the floor ``eta_t`` applies
+    from the first update.
 
     Example:
         >>> import ocokit
@@ -133,7 +135,7 @@ class RECOO(AbstractQueueLearner):
         """The convex schedule ``alpha_t = t^{1/2}``, ``gamma_t = t^{1/2 + 0.01}``, ``eta_t = t^{1/2}``.
 
         These exponents are RECOO's convex choice as paper 003's tables use them; the theorem's own
-        constants are **(unverified)** (spec ``baselines.md`` §4.2). ``options`` go to the constructor.
+        constants are **(unverified)** (not read in Guo et al.). ``options`` go to the constructor.
         """
         del info
         return cls(alpha=1.0, gamma=1.0, eta=1.0, epsilon=0.01, **options)
@@ -208,11 +210,11 @@ class Yi2021(AbstractQueueLearner):
     Tables 4-5 (``gamma_rule="printed"``), or ``gamma = gamma0 T^{c/2}`` (``gamma_rule="code"``, the
     exponent sign of the [C] code and of Yi et al.'s ``gamma ~ alpha^{-1/2}`` scaling).
 
-    Source: spec ``baselines.md`` §5.2 (update rule **[C]**: ``Yi 2021[26].py``, single agent) and
-    ``paper003.md`` §5.2; parameters **[S]** (paper 003 Tables 4-5, :meth:`from_paper`); the theoretical
-    schedule is **(unverified)**. Guarantees **[A]** (ICML 2021 abstract; cumulative constraint violation
-    ``sum_t [g(x_t)]_+``): convex ``O(T^{max(c, 1-c)})`` static regret and ``O(T^{(1-c)/2})`` violation
-    for ``c in (0, 1)``; strongly convex ``O(log T)`` for both.
+    Source: update rule **[C]** (the COLDQ authors' ``Yi 2021[26].py``, one agent); parameters **[S]**
+    (paper 003 Tables 4-5, :meth:`from_paper`); the theoretical schedule is **(unverified)**. Guarantees
+    **[A]** (ICML 2021 abstract; cumulative constraint violation ``sum_t [g(x_t)]_+``): convex
+    ``O(T^{max(c, 1-c)})`` static regret and ``O(T^{(1-c)/2})`` violation for ``c in (0, 1)``; strongly
+    convex ``O(log T)`` for both.
 
     Args:
         alpha0: scale of ``alpha = alpha0 / T^c``, > 0.
@@ -223,9 +225,10 @@ class Yi2021(AbstractQueueLearner):
             ``"code"`` (``gamma0 T^{c/2}``; the [C] code uses ``alpha = 4 / sqrt(T)``,
             ``gamma = 0.5 T^{c/2}``) (static).
 
-    Readings: the two specs disagree on the sign of the exponent of ``gamma``; the default follows the
-    primary source for the experiments, paper 003's printed tables (``paper003.md`` §5.2); the [C]
-    exponent is the option (``baselines.md`` §5.2 prefers it as default).
+    Readings: paper 003's Tables 4-5 print ``gamma = gamma0 / T^{c/2}`` (a negative exponent), while the [C]
+    code uses ``gamma = 0.5 T^{+c/2}``, consistent with Yi et al.'s ``gamma ~ alpha^{-1/2}`` (recalled,
+    unverified). The default follows the primary source for the experiments, paper 003's printed tables;
+    ``gamma_rule="code"`` selects the [C] exponent.
 
     Example:
         >>> import ocokit
@@ -334,9 +337,9 @@ class Yi2023(AbstractLearner):
     the agent's own previous point. One projection per round. The dual step is
     :func:`~ocokit.algorithms._queues.leaky_dual_ascent`.
 
-    Source: spec ``baselines.md`` §6.2 (update rule **[C]**: ``Yi 2023[54].py``, single agent) and
-    ``paper003.md`` §5.3; parameters **[S]** (paper 003 Tables 3 and 6, :meth:`from_paper`); the
-    theoretical schedule (``alpha, beta ~ t^{-kappa}``, ``gamma ~ t^{-(1-kappa)}``) is **(unverified)**.
+    Source: update rule **[C]** (the COLDQ authors' ``Yi 2023[54].py``, one agent); parameters **[S]**
+    (paper 003 Tables 3 and 6, :meth:`from_paper`); the theoretical schedule (``alpha, beta ~ t^{-kappa}``,
+    ``gamma ~ t^{-(1-kappa)}``) is **(unverified)**.
     Guarantees **[A]** (IEEE TAC 68(5) abstract, network form): ``O(T^{max(kappa, 1-kappa)})`` static
     regret and ``O(T^{1-kappa/2})`` cumulative constraint violation; ``O(T^kappa)`` regret for strongly
     convex losses.
@@ -351,8 +354,8 @@ class Yi2023(AbstractLearner):
         start: as in :class:`RECOO`.
 
     Readings: paper 003 does not say which of ``gamma_t``, ``beta_t`` is the dual step. The default
-    ``dual_step="gamma"`` follows Yi et al.'s naming (spec ``paper003.md`` §5.3: ``gamma_t`` dual step,
-    ``beta_t`` regulariser; with Table 3 the dual step is ``0.1 / sqrt(t)``); ``dual_step="beta"`` reads the
+    ``dual_step="gamma"`` follows Yi et al.'s naming (``gamma_t`` the dual step, ``beta_t`` the regulariser;
+    with Table 3 the dual step is ``0.1 / sqrt(t)``); ``dual_step="beta"`` reads the
     table's names swapped, so that the dual step is ``5 / sqrt(t)`` as in the [C] code.
 
     Example:

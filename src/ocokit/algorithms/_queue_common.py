@@ -48,11 +48,11 @@ def paper_table(tables: Mapping[int, _V], table: int) -> _V:
     return tables[table]
 
 
-class HingeProx(eqx.Module):
+class HingeProx(_checks.Checked):
     """The per-round solver of a queue learner: the exact hinge-penalised proximal step and ``x_1``.
 
     :meth:`step` solves, for the constraint ``g`` of the round just played (paper 003, problem ``P_t`` of
-    Algorithm 1, Section 4.3; spec ``paper003.md`` §2.2)::
+    Algorithm 1, Section 4.3)::
 
         argmin_{x in X} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+
 
@@ -74,16 +74,10 @@ class HingeProx(eqx.Module):
         SIAM J. Control and Optimization 20(2), 1982.
     """
 
-    tol: Float[Array, ""] = hyperparameter(default=1e-11)
-    max_iter: int = eqx.field(static=True, default=50)
-    solver: str = eqx.field(static=True, default="auto")
-    start: str = eqx.field(static=True, default="origin")
-
-    def __check_init__(self):
-        _checks.positive("tol", self.tol)
-        _checks.positive_int("max_iter", self.max_iter)
-        _checks.one_of("solver", self.solver, SOLVERS)
-        _checks.one_of("start", self.start, STARTS)
+    tol: Float[Array, ""] = hyperparameter(_checks.positive, default=1e-11)
+    max_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=50)
+    solver: str = _checks.checked_field(_checks.among(SOLVERS), static=True, default="auto")
+    start: str = _checks.checked_field(_checks.among(STARTS), static=True, default="origin")
 
     def start_point(self, domain: AbstractSet) -> Array:
         """``x_1`` in ``domain`` (see ``start``; :func:`start_point`)."""

@@ -18,6 +18,9 @@ The rules differ in how they grow, decay and are bounded:
 
 Every rule is elementwise over the N constraints and keeps the arithmetic order of the learner it came
 from, so a learner using it reproduces its earlier trajectories bit for bit.
+
+The primal side of the queue-weighted (drift-plus-penalty / Lagrangian) loss, ``V f_t + sum_n Q^n h_t^n``
+with ``h_t = [g_t]_+`` or ``g_t``, is :func:`penalised_gradient` (OPDP, LPM).
 """
 
 from __future__ import annotations
@@ -26,6 +29,21 @@ from typing import Any
 
 import jax.numpy as jnp
 from jaxtyping import Array
+
+
+def penalised_gradient(feedback: Any, x: Array, loss_weight: Any, queue: Array, hinge: bool) -> tuple[Array, Array]:
+    """``(V grad f_t(x) + sum_n Q^n grad h_t^n(x), h_t(x))``: the gradient of the queue-weighted loss and ``h_t``.
+
+    ``h_t = [g_t]_+`` with the subgradient ``1[g_t^n > 0] grad g_t^n`` (``hinge=True``) or ``h_t = g_t``: the
+    linear loss of the drift-plus-penalty step (Yu, Neely and Wei, NeurIPS 2017) and the gradient in x of the
+    Lagrangian ``f_t + <lambda, h_t>`` (Mahdavi, Jin and Yang, JMLR 2012), from first-order feedback.
+    """
+    g = feedback.constraints(x)
+    J = feedback.constraints_jacobian(x).reshape(g.shape[0], x.size)
+    if hinge:
+        J = jnp.where((g > 0)[:, None], J, 0.0)
+        g = jnp.maximum(g, 0.0)
+    return loss_weight * feedback.grad(x) + (queue @ J).reshape(x.shape), g
 
 
 def drift_plus_penalty(queue: Array, violation: Array) -> Array:
@@ -48,8 +66,10 @@ def regularised_dual_ascent(dual: Array, violation: Array, mu: Any, reg: Any) ->
 def doubly_bounded(queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
     """The queue update (8) of paper 003: ``Q_t = max{(1 - eta) Q_{t-1} + [g_t(x_t)]_+, gamma}``.
 
-    ``violation`` is ``g_t(x_t)``, the new constraint at the new decision (spec §7 pitfall 1). By Lemma 1,
-    ``gamma <= Q_t <= max(gamma, G / eta)`` whenever ``|g| <= G``.
+    J. Wang, B. Yan and Y. Liu, "Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
+    Dynamics of Both Loss and Constraint", AAAI 2025, Section 4.1. ``violation`` is ``g_t(x_t)``, the new
+    constraint at the new decision (not ``g_{t-1}(x_t)``). By Lemma 1, ``gamma <= Q_t <= max(gamma, G / eta)``
+    whenever ``|g| <= G``.
     """
     return jnp.maximum((1.0 - eta) * queue + jnp.maximum(violation, 0.0), gamma)
 
@@ -57,7 +77,9 @@ def doubly_bounded(queue: Array, violation: Array, eta: Array, gamma: Array) -> 
 def mirror_prox_queue(queue: Array, g: Array, gamma: Any) -> Array:
     """``Q(t) = max{-gamma g, Q(t-1) + gamma g}`` (paper 004, Algorithm 1, Line 3; not ``[Q + gamma g]_+``).
 
-    Keeps ``Q(t) + gamma g >= 0`` so that the weights ``w = Q + gamma g`` of eq. (13) are non-negative.
+    S. Qiu and X. Wei, "Beyond O(sqrt(T)) Regret for Constrained Online Optimization: Gradual Variations and
+    Mirror Prox", preprint, 2020: the Yu-Neely virtual queue. Keeps ``Q(t) + gamma g >= 0`` so that the
+    weights ``w = Q + gamma g`` of eq. (13) are non-negative.
     """
     return jnp.maximum(-gamma * g, queue + gamma * g)
 
@@ -68,8 +90,9 @@ def floored_rectified(queue: Array, violation: Array, scale: Any, floor: Any) ->
     With ``scale = gamma_t = gamma t^{1/2 + epsilon}`` and ``floor = eta_t = eta t^{1/2}`` this is the
     queue of RECOO (H. Guo, X. Liu, H. Wei and L. Ying, "Online Convex Optimization with Hard Constraints:
     Towards the Best of Two Worlds and Beyond", NeurIPS 2022), in the form the COLDQ authors implement
-    (spec ``baselines.md`` §4.2 **[C]**): ``Q_t = max{eta_t, Q_{t-1} + gamma_t [g_t(x_t)]_+}``. Only the
-    clipped constraint enters (the rectifier), so the queue never decreases below its floor.
+    in their public code (reduced to one agent; the rule was not read in Guo et al.'s paper):
+    ``Q_t = max{eta_t, Q_{t-1} + gamma_t [g_t(x_t)]_+}``. Only the clipped constraint enters (the
+    rectifier), so the queue never decreases below its floor.
     """
     return jnp.maximum(floor, queue + scale * jnp.maximum(violation, 0.0))
 
@@ -79,8 +102,9 @@ def cumulative_hinge(queue: Array, violation: Array, gamma: Any) -> Array:
 
     X. Yi, X. Li, T. Yang, L. Xie, T. Chai and K. H. Johansson, "Regret and Cumulative Constraint
     Violation Analysis for Online Convex Optimization with Long Term Constraints", ICML 2021, Algorithm 1
-    (spec ``baselines.md`` §5.2 **[C]**): ``q_t = q_{t-1} + gamma [g(x_t)]_+``. Applied once more with
-    the same ``v`` it gives the look-ahead ``q_hat = q_t + gamma [g(x_t)]_+`` of the primal step.
+    as the COLDQ authors implement it in their public code (one agent; not read in Yi et al.'s paper):
+    ``q_t = q_{t-1} + gamma [g(x_t)]_+``. Applied once more with the same ``v`` it gives the look-ahead
+    ``q_hat = q_t + gamma [g(x_t)]_+`` of the primal step.
     """
     return queue + gamma * jnp.maximum(violation, 0.0)
 
@@ -90,7 +114,8 @@ def leaky_dual_ascent(dual: Array, increment: Array, step: Any, reg: Any) -> Arr
 
     X. Yi, X. Li, T. Yang, L. Xie, T. Chai and K. H. Johansson, "Regret and Cumulative Constraint
     Violation Analysis for Distributed Online Constrained Convex Optimization", IEEE Transactions on
-    Automatic Control 68(5), 2023, Algorithm 1 with one agent (spec ``baselines.md`` §6.2 **[C]**):
+    Automatic Control 68(5), 2023, Algorithm 1 with one agent, as the COLDQ authors implement it in their
+    public code (not read in Yi et al.'s paper):
     ``q <- max{0, (1 - beta_t gamma_t) q + gamma_t ([g(x_{t-1})]_+ + s . (x_t - x_{t-1}))}``, with
     ``increment`` the bracket (the clipped constraint linearised at the new point), ``step`` the dual
     step and ``reg`` the dual regulariser (their product is the leak).

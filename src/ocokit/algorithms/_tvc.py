@@ -16,25 +16,23 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
-from ocokit.algorithms._tvc_common import LyapunovSurrogate, lipschitz_bound, restart_if_doubled, with_overrides
+from ocokit.algorithms._tvc_common import AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled, with_overrides
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 
-class AbstractOFWTVC(AbstractLearner):
+class AbstractOFWTVC(AbstractLyapunovLearner):
     """A full-information TVC learner: an OFW player (a part) on the surrogate of eq. (6), and the queue.
 
-    ``init`` and ``decide`` are written here once; a final subclass declares its ``player`` and its surrogate
-    ``lyapunov`` (built from its own ``beta``, ``gamma``, ``lam``, ``phi``), and writes ``update``.
+    ``init`` and ``decide`` are written here once; a final subclass declares its ``player`` and the surrogate's
+    ``beta``, ``gamma``, ``lam``, ``phi`` (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`),
+    and writes ``update``.
     """
 
     player: eqx.AbstractVar[OFWPlayer]
-    lyapunov: eqx.AbstractVar[LyapunovSurrogate]
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
-
-    def __check_init__(self):
-        _ = self.lyapunov  # building the surrogate checks beta, gamma, phi and lam
+    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
 
     def init(self, info, key):
         del key
@@ -73,7 +71,7 @@ class OFWTVC(AbstractOFWTVC):
     gradient, the regulariser is re-centred at ``x_t`` (which is kept) and the step counter restarts at 1.
     ``G~_1 = 1`` and ``x_1 = K.center()``.
 
-    Source: 000 Alg. 1, eqs. (4), (6), (9)-(13); spec paper000.md §3.1, pitfalls §7.2-7.6. Guarantee
+    Source: Wang, Wan and Zhang, Algorithm 1, eqs. (4), (6), (9)-(13). Guarantee
     (Thm 1, convex f_t and g_t, adversarial): Regret_T = O(T^{3/4}), CCV Q_T = O(T^{3/4} log T), one LMO call
     per round.
 
@@ -91,7 +89,8 @@ class OFWTVC(AbstractOFWTVC):
             ``"observed"`` (test the observed ``||grad tilde f_t(x_t)||``; no G needed, same analysis).
 
     Readings: the step ``2 / sqrt(t - s_k + 1)`` is clipped at 1 (it is 2, 1.41, 1.15 in the first rounds of
-    each epoch and would leave K; spec §7.4). The sum index and doubling test are the options above.
+    each epoch and would leave K; classic OFW clips too). The restart at round t (not t + 1) is ocokit's
+    reading of Steps 5-6 (``s_{k+1} = t``). The sum index and doubling test are the options above.
 
     Example:
         >>> import ocokit
@@ -115,11 +114,6 @@ class OFWTVC(AbstractOFWTVC):
     doubling: str = eqx.field(static=True, default="analytic")
     player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
 
-    @property
-    def lyapunov(self) -> LyapunovSurrogate:
-        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
-        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
-
     def __check_init__(self):
         _checks.positive("eta", self.eta)
         _checks.one_of("sum_index", self.sum_index, ("current", "lagged"))
@@ -128,23 +122,16 @@ class OFWTVC(AbstractOFWTVC):
             _checks.positive("G", self.G)
 
     @classmethod
-    def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        grad_bound: float | None = None,
-        constraint_grad_bound: float | None = None,
-        diameter: float | None = None,
-        **overrides: Any,
-    ) -> "OFWTVC":
+    def from_theory(cls, info: ProblemInfo, **options: Any) -> "OFWTVC":
         """Theorem 1 of 000: ``beta = 1/(2^6 G D)``, ``gamma = 1``, ``eta = D/(2 T^{3/4})``, ``lam = 1/(2 T^{3/4})``.
 
-        ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)`` (each constant can be passed by
-        name); any field can be overridden.
+        ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)``; ``options`` give each constant
+        by name, or override any field.
         """
+        info, overrides = cls.theory_inputs(info, options)
         who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
-        D = info.require("diameter", who, diameter)
+        G = lipschitz_bound(info, who)
+        D = info.require("diameter", who)
         T = info.horizon
         theory = cls(beta=1.0 / (64.0 * G * D), gamma=1.0, eta=D / (2.0 * T**0.75), G=G, lam=0.5 * T**-0.75)
         return with_overrides(theory, overrides)
@@ -191,9 +178,9 @@ class SCOFWTVC(AbstractOFWTVC):
     This is SC-OFW's step (the player's ``"strongly_convex"`` rule with ``lam = 2 C_1``), which divides
     ``F_t^sc`` by t (running means of the gradients and iterates): same ``v_t`` and ``sigma_t``.
 
-    Source: 000 Alg. 2, eqs. (14)-(17) (eq. 17's ``sigma_{s_k,t}`` is a typo for ``sigma_t^sc``); spec
-    §3.2. Guarantee (Thm 2, alpha_f-strongly convex f_t): Regret_T = O(T^{2/3}), CCV = O(T^{5/6}); one LMO
-    call per round, no doubling.
+    Source: Wang, Wan and Zhang, Algorithm 2, eqs. (14)-(17) (eq. 17 prints ``sigma_{s_k,t}``, a typo for the
+    line-search step ``sigma_t^sc`` of eq. 16). Guarantee (Thm 2, alpha_f-strongly convex f_t): Regret_T =
+    O(T^{2/3}), CCV = O(T^{5/6}); one LMO call per round, no doubling.
 
     Args:
         beta: queue scale ``> 0`` (eq. 40 of the proof: ``alpha_f / (500 G T^{2/3} (G + alpha_f D))``).
@@ -224,35 +211,23 @@ class SCOFWTVC(AbstractOFWTVC):
     phi: str = eqx.field(static=True, default="square_plus_linear")
     player: OFWPlayer = eqx.field(default=OFWPlayer("strongly_convex"), init=False)
 
-    @property
-    def lyapunov(self) -> LyapunovSurrogate:
-        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
-        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
-
     def __check_init__(self):
         _checks.positive("alpha_f", self.alpha_f)
 
     @classmethod
     def from_theory(
-        cls,
-        info: ProblemInfo,
-        *,
-        alpha_f: float | None = None,
-        theory: str = "proof",
-        grad_bound: float | None = None,
-        constraint_grad_bound: float | None = None,
-        diameter: float | None = None,
-        **overrides: Any,
+        cls, info: ProblemInfo, *, alpha_f: float | None = None, theory: str = "proof", **options: Any
     ) -> "SCOFWTVC":
         """Theorem 2 of 000: ``gamma = G/(G + alpha_f D)``, ``Phi = x^2 + x``, beta of eq. (40) or statement.
 
-        ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``
-        and ``D`` as in :meth:`OFWTVC.from_theory`.
+        ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``,
+        ``D`` and ``options`` as in :meth:`OFWTVC.from_theory`.
         """
         _checks.one_of("theory", theory, ("proof", "statement"))
+        info, overrides = cls.theory_inputs(info, options)
         who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who, grad_bound, constraint_grad_bound)
-        D = info.require("diameter", who, diameter)
+        G = lipschitz_bound(info, who)
+        D = info.require("diameter", who)
         a = info.require("strong_convexity", who, alpha_f)
         T23 = info.horizon ** (2.0 / 3.0)
         beta = a / (500.0 * G * T23 * (G + a * D)) if theory == "proof" else 1.0 / (G * D * T23)

@@ -1,4 +1,4 @@
-"""The queue and the Lyapunov surrogate shared by the TVC family of paper 000 (spec paper000.md §2.1-2.2).
+"""The queue and the Lyapunov surrogate shared by the TVC family of paper 000 (Wang, Wan and Zhang, eqs. 4-6).
 
 All four learners (:mod:`ocokit.algorithms._tvc`, :mod:`ocokit.algorithms._bandit_tvc`) run a Frank-Wolfe
 method on the Lyapunov drift-plus-penalty surrogate (eq. 6 of 000)
@@ -7,10 +7,12 @@ method on the Lyapunov drift-plus-penalty surrogate (eq. 6 of 000)
 
 written once here (:func:`lyapunov_prime`, :func:`queue_step`, the part :class:`LyapunovSurrogate`), with the
 doubling of the surrogate-gradient bound (:func:`double_until`) and the theory constants. Several
-constraint functions are reduced to ``g_t = max_n g_t^n`` (spec §1.1), so ``Q_t`` is the CCV of that maximum.
-"""
+constraint functions are reduced to ``g_t = max_n g_t^n`` (the paper treats one scalar ``g_t``; the maximum
+is convex and as Lipschitz as its parts), so ``Q_t`` is the CCV of that maximum.
 
-from __future__ import annotations
+Reference: Y. Wang, Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying
+Constraints", AAAI 2025 (arXiv:2501.16919).
+"""
 
 import dataclasses
 from typing import Any
@@ -18,15 +20,15 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array
+from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 
 PHIS = ("exp", "square_plus_linear", "square", "linear")
 """Lyapunov functions: ``exp(lam x) - 1`` (Thms 1, 3), ``x^2 + x`` (Thm 2), ``x^2`` (Thm 4), ``x`` (G&K)."""
 
-_EXP_CAP = 600.0  # exp(600) ~ 1e260: Phi' stays finite for any queue (spec §7 item 17)
+_EXP_CAP = 600.0  # exp(600) ~ 1e260: Phi' stays finite for any queue (exp(lam beta Q) can overflow for large beta)
 _BOUND_CAP = 1e300
 
 
@@ -65,7 +67,7 @@ def lyapunov(phi: str, x: Any, lam: Any = 1.0) -> Array:
 def queue_step(Q: Array, g: Array, beta: Any, phi: str, lam: Any) -> tuple[Array, Array]:
     """Eq. (4) then the weight of eq. (6): ``Q_t = Q_{t-1} + g_t^+`` and ``w_t = Phi'(beta Q_t)``.
 
-    The queue is updated first, so round t's surrogate uses ``Q_t`` (spec §7 item 2).
+    The queue is updated first, so round t's surrogate uses ``Q_t`` (Step 4 of Algorithms 1-2, Step 5 of 3-4).
     """
     Q = Q + jnp.maximum(g, 0.0)
     return Q, lyapunov_prime(phi, beta * Q, lam)
@@ -100,7 +102,7 @@ class LyapunovSurrogate(eqx.Module):
             _checks.positive("lam", self.lam)
 
     def full_information(self, feedback: Any, x: Array, Q: Array) -> tuple[Array, Array, Array]:
-        """``(grad tilde f_t(x_t), Q_t, w_t)`` from first-order feedback (eq. 6 and spec §2.1)."""
+        """``(grad tilde f_t(x_t), Q_t, w_t)`` from first-order feedback (eq. 6; ``grad g_t^+ = 0`` at 0)."""
         g, grad_g = jax.value_and_grad(lambda z: _max_constraint(feedback.constraints(z)))(x)
         Q, w = queue_step(Q, g, self.beta, self.phi, self.lam)
         active = (g > 0).astype(x.dtype)  # h_t = grad g_t 1[g_t(x_t) > 0]
@@ -113,6 +115,28 @@ class LyapunovSurrogate(eqx.Module):
         Q, w = queue_step(Q, g, self.beta, self.phi, self.lam)
         value = self.gamma * self.beta * feedback.loss + w * self.beta * jnp.maximum(g, 0.0)
         return value, Q, w
+
+
+class AbstractLyapunovLearner(AbstractLearner):
+    """A TVC learner of paper 000: it declares ``beta``, ``gamma``, ``lam`` and ``phi``, and its surrogate part
+    ``lyapunov`` (:class:`LyapunovSurrogate`, eq. 6) is built from them here, once (which checks them).
+
+    ``from_theory`` reads ``G`` (:func:`lipschitz_bound`) and ``D = diameter(K)``, and each constant of a
+    subclass's ``theory_constants`` may be given to it by name.
+    """
+
+    beta: eqx.AbstractVar[Float[Array, ""]]
+    gamma: eqx.AbstractVar[Float[Array, ""]]
+    lam: eqx.AbstractVar[Float[Array, ""]]
+    phi: eqx.AbstractVar[str]
+
+    def __check_init__(self):
+        _ = self.lyapunov  # building the surrogate checks beta, gamma, phi and lam
+
+    @property
+    def lyapunov(self) -> LyapunovSurrogate:
+        """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
+        return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
 
 
 def double_until(G_tilde: Array, bound: Array) -> Array:
@@ -135,17 +159,15 @@ def restart_if_doubled(G_tilde: Array, bound: Array) -> tuple[Array, Array]:
 # Theory constants, parameter checks and the suite cases.
 
 
-def lipschitz_bound(
-    info: ProblemInfo, who: str, grad_bound: float | None = None, constraint_grad_bound: float | None = None
-) -> float:
+def lipschitz_bound(info: ProblemInfo, who: str) -> float:
     """``G``: the common Lipschitz bound of f_t and g_t (Assumption 2), ``max(grad_bound, constraint_grad_bound)``.
 
-    Each constant is read (or overridden) through :meth:`ProblemInfo.require`; ``constraint_grad_bound`` only
-    when there are constraints.
+    Each constant is read through :meth:`ProblemInfo.require`; ``constraint_grad_bound`` only when there are
+    constraints.
     """
-    G = info.require("grad_bound", who, grad_bound)
+    G = info.require("grad_bound", who)
     if info.num_constraints:
-        G = max(G, info.require("constraint_grad_bound", who, constraint_grad_bound))
+        G = max(G, info.require("constraint_grad_bound", who))
     return G
 
 

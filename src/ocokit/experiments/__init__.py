@@ -5,7 +5,7 @@ from ocokit.experiments import memory_predictions as memory_predictions
 from ocokit.experiments import mirror_prox as mirror_prox
 from ocokit.experiments import strongly_convex_sets as strongly_convex_sets
 from ocokit.experiments import virtual_queues as virtual_queues
-from ocokit.experiments._harness import (
+from ocokit.harness import (
     Algorithm,
     Claim,
     ClaimResult,

@@ -3,7 +3,7 @@
 ``matrix-completion-movielens`` (000 Fig. 1, full information: OFW-TVC, SCOFW-TVC, OPDP, LPM on MovieLens-100k)
 and ``matrix-completion-filmtrust`` (000 Fig. 2, bandit: BFW-TVC, SCBFW-TVC, LBPM on FilmTrust) draw the
 cumulative loss and the CCV against t on :class:`ocokit.problems.OnlineMatrixCompletion` (``rho = 10^4``, one
-sampled entry per round, spec paper000.md §5.1). The paper states no horizon: T = 300 (MovieLens) and 100
+sampled entry per round, the paper's Section 5 setup). The paper states no horizon: T = 300 (MovieLens) and 100
 (FilmTrust), :data:`HORIZONS`; a 10-seed run takes 8 to 15 minutes on a 2-core machine.
 
 Hyperparameters: "set according to their theoretical suggestions, and we choose the best hyper-parameters from
@@ -26,20 +26,20 @@ import numpy as np
 from ocokit import metrics
 from ocokit.algorithms import BFWTVC, LBPM, LPM, OFWTVC, OPDP, SCBFWTVC, SCOFWTVC, AbstractLearner, ProblemInfo
 from ocokit.engine import stack, sweep
-from ocokit.experiments._harness import Algorithm, Claim, Comparison, Experiment, Option, final, register
+from ocokit.harness import Algorithm, Claim, Comparison, Experiment, Option, final, register
 from ocokit.problems import OnlineMatrixCompletion
 from ocokit.results import atomic_write_json, config_hash
 
 GRID = tuple(10.0**k for k in range(-5, 6))
 """The paper's hyperparameter grid {10^-5, 10^-4, ..., 10^5}."""
 ALPHA_F = 1.0
-"""Strong-convexity modulus given to SCOFW-TVC and SCBFW-TVC (spec §5.1: not stated, inferred 1)."""
+"""Strong-convexity modulus given to SCOFW-TVC and SCBFW-TVC (the paper does not state it: 1)."""
 TUNE_SEED_OFFSET = 10_000
 """Tuning runs use seeds ``10000, 10001, ...``, disjoint from the evaluation seeds ``0..S-1``."""
 CRITERION = "smallest mean over tuning seeds of (cumulative loss + CCV) at round T; ties go to the multiplier nearest 1"
 HORIZONS = {"matrix-completion-movielens": 300, "matrix-completion-filmtrust": 100}
 """Default horizons (the paper gives none)."""
-_RECONSTRUCTED = "reconstructed (spec baselines.md; equations not checked against the paper)"
+_RECONSTRUCTED = "reconstructed from the papers comparing against it (equations not checked against its own paper)"
 KNOBS = {"OFW-TVC": "beta", "SCOFW-TVC": "beta", "BFW-TVC": "beta", "SCBFW-TVC": "beta",
          "OPDP": "eta", "LPM": "eta", "LBPM": "eta"}  # fmt: skip
 """The tuned parameter of each method (its multiplier of the theory value is chosen from :data:`GRID`)."""
@@ -93,8 +93,7 @@ def tune(name: str, labels, problem, T: int, seeds: int, out: Path | None = None
     for m in labels:
         base, knob = METHODS[m][0](info), KNOBS[m]
         config = {"knob": knob, "grid": GRID, "T": T, "seeds": keys, "criterion": CRITERION,
-                  "learner": eqx.tree_pformat(base, short_arrays=False),
-                  "problem": eqx.tree_pformat(problem)}  # fmt: skip
+                  "learner": base, "problem": problem}  # fmt: skip
         path = None if out is None else Path(out) / "tuning" / f"{m}-{config_hash({'experiment': name, **config})}.json"
         if path is not None and path.exists():
             table[m] = json.loads(path.read_text())

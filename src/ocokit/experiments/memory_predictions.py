@@ -1,8 +1,9 @@
 """Paper 002 (Ye et al., "OCO with Memory and Limited Predictions", 2024), Sec. 5, Figs. 1-2.
 
-Both reproduce the paper's scalar example: ``x_t`` in R (d = 1), memory h = 2, quadratic costs with the spec's
-inferred generator (paper002.md §6 B1), ``x0 = 0.5``, ``eta_t = 0.2 / t``, ``alpha = 0.05``, ``delta = 0.2``,
-``delta' = 1e-4``, no model error, and dynamic regret against the offline optimum of the whole horizon (eq. 3).
+Both reproduce the paper's scalar example: ``x_t`` in R (d = 1), memory h = 2, quadratic costs from a random
+generator (the paper prints none; :class:`~ocokit.problems.QuadraticWithMemory` documents ours), ``x0 = 0.5``,
+``eta_t = 0.2 / t``, ``alpha = 0.05``, ``delta = 0.2``, ``delta' = 1e-4``, no model error, and dynamic regret
+against the offline optimum of the whole horizon (eq. 3).
 Smoothing laws: Gaussian N(0, 1), truncated Gaussian on [-2, 2] and Bernoulli +-1; the truncated Gaussian uses
 a quarter of the runs (the paper's 50 against 200). Bands are quartiles, centre lines medians.
 
@@ -13,17 +14,17 @@ a quarter of the runs (the paper's 50 against 200). Bands are quartiles, centre 
 * ``memory-predictions-window`` (Fig. 2): overall regret of Algorithm 1
   (:class:`~ocokit.algorithms.OCOMemoryLimitedPredictions`, K = W layers) at T = 20, ``log(Reg)`` against W.
 
-The decision set is the box X = [-5, 5] (option ``box``; spec §6 B3), not R: with the paper's single-point
+The decision set is the box X = [-5, 5] (option ``box``), not R: with the paper's single-point
 settings on R both phases diverge (``|x|`` reaches 1e12 within 20 rounds). Both experiments measure that
 literal setting on a few seeds (``diverged`` in the summary, the last claim, the figure's title) and plot the
 single-point runs on the box. The two-point runs stay far inside the box, so they are the paper's runs.
-Window reading: the pseudo-code's (queries up to round t + W, spec §6 A7; ``strict_window=true`` for t..t+W-1).
+Window reading: Algorithm 1's pseudo-code (queries up to round t + W); ``strict_window=true`` takes the text's
+t..t+W-1.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,8 +35,8 @@ import numpy as np
 
 from ocokit import metrics
 from ocokit.algorithms import BanditOCOMemory, OCOMemoryLimitedPredictions
-from ocokit.engine import split_key, sweep
-from ocokit.experiments._harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, quartiles, register
+from ocokit.engine import split_key
+from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, play, register
 from ocokit.problems import QuadraticWithMemory
 from ocokit.sets import Box
 
@@ -97,16 +98,6 @@ def run_keys(seed_ids: Sequence[int]) -> jax.Array:
     return jnp.stack([jax.random.PRNGKey(int(s)) for s in seed_ids])
 
 
-def linear_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope of y on x and the coefficient of determination R^2."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    xc = x - x.mean()
-    slope = float((xc * (y - y.mean())).sum() / (xc**2).sum())
-    resid = y - y.mean() - slope * xc
-    r2 = 1.0 - float((resid**2).sum() / max(((y - y.mean()) ** 2).sum(), 1e-300))
-    return slope, r2
-
-
 def _bandit(law: str, estimator: str) -> BanditOCOMemory:
     """Subroutine (a) with the paper's parameters (Algorithm 1's ``x^0``)."""
     return BanditOCOMemory(eta=PAPER["eta"], delta=PAPER["delta"], x0=PAPER["x0"], half_width=HALF_WIDTH, law=law,
@@ -123,19 +114,15 @@ def _algorithm1(law, est, W, opts, delta_prime=None) -> OCOMemoryLimitedPredicti
 
 def _regrets(learner, problem, T, seed_ids):
     """Final dynamic regret of ``learner`` on ``seed_ids`` (nan where non-finite), as one stored record."""
-    tic = time.perf_counter()
-    traj = sweep(learner, problem, T, list(seed_ids), chunk_size=256, throw=False)
-    regret = metrics.dynamic_regret(traj)[:, -1]
-    seconds = (time.perf_counter() - tic) / (T * len(seed_ids))
-    bad = np.asarray(traj.first_bad_round) >= 0
-    cols = {"seed": np.asarray(seed_ids), "regret": np.where(bad, np.nan, regret),
-            "first_bad_round": np.asarray(traj.first_bad_round)}  # fmt: skip
+    traj, seconds = play(learner, problem, T, seed_ids, chunk_size=256, throw=False)
+    regret, bad = metrics.dynamic_regret(traj)[:, -1], np.asarray(traj.first_bad_round)
+    cols = {"seed": np.asarray(list(seed_ids)), "regret": np.where(bad >= 0, np.nan, regret), "first_bad_round": bad}
     return cols, {"wall_seconds_per_round": seconds}
 
 
 def _literal(ctx, name, learners, seeds, plotted_setting) -> dict[str, Any]:
     """The paper's literal single-point setting on R (a box that never binds), ``learners[W]`` each."""
-    configs = {W: {"learner": eqx.tree_pformat(lrn, short_arrays=False), "problem": "unconstrained", "seeds": seeds,
+    configs = {W: {"learner": lrn, "problem": "unconstrained", "seeds": seeds,
                    "T": ctx.T, **({} if W is None else {"W": W})} for W, lrn in learners.items()}  # fmt: skip
     compute = lambda ws: {W: _regrets(learners[W], make_problem(1e12), ctx.T, range(seeds)) for W in ws}  # noqa: E731
     reg = np.concatenate([c["regret"] for c, _ in ctx.cells(name, configs, compute).values()])
@@ -166,14 +153,13 @@ def _horizon(exp, ctx) -> Outcome:
         if law not in o["laws"] or est not in o["points"]:
             continue
         learner, S = algo.make(None), num_seeds(law, seeds, o["truncated_share"])
-        base = {"learner": eqx.tree_pformat(learner, short_arrays=False), "problem": eqx.tree_pformat(problem),
+        base = {"learner": learner, "problem": problem,
                 "seeds": S, "T_max": T}  # fmt: skip
 
         def compute(missing, learner=learner, S=S):
             seed_ids = [1000 * h + s for h in hs for s in range(S)]  # fresh instance per (T, seed)
-            tic = time.perf_counter()
-            loss = np.asarray(sweep(learner, problem, T, seed_ids, chunk_size=256, throw=False).loss)
-            seconds, done = (time.perf_counter() - tic) / (T * len(seed_ids)), {}
+            traj, seconds = play(learner, problem, T, seed_ids, chunk_size=256, throw=False)
+            loss, done = np.asarray(traj.loss), {}
             for i, h in enumerate(hs):
                 rows = slice(i * S, (i + 1) * S)
                 cost, best = loss[rows, :h].sum(axis=1), np.asarray(optimal_costs(problem, run_keys(seed_ids[rows]), h))
@@ -185,9 +171,9 @@ def _horizon(exp, ctx) -> Outcome:
         reg, ts = np.stack([r[0]["regret"] for r in records], axis=1), np.asarray(hs, float)  # (S, len(hs))
         curves[algo.label] = {"Reg / sqrt(T)": reg / np.sqrt(ts), "Reg / T": reg / ts}
         summary[algo.label] = {
-            "regret": quartiles(reg[:, -1]),
-            "reg_over_sqrt_T": quartiles(reg[:, -1] / math.sqrt(hs[-1])),
-            "reg_over_T": quartiles(reg[:, -1] / hs[-1]),
+            "regret": metrics.quartiles(reg[:, -1]),
+            "reg_over_sqrt_T": metrics.quartiles(reg[:, -1] / math.sqrt(hs[-1])),
+            "reg_over_T": metrics.quartiles(reg[:, -1] / hs[-1]),
             "by_T": {"T": hs,
                      "mean_regret": [float(v) for v in np.nanmean(np.where(np.isfinite(reg), reg, np.nan), axis=0)],
                      "median_regret": [float(v) for v in np.nanmedian(reg, axis=0)],
@@ -214,7 +200,7 @@ def _window(exp, ctx) -> Outcome:
                 continue
             name, S = label(law, est), num_seeds(law, seeds, o["truncated_share"])
             learners = {W: _algorithm1(law, est, W, o) for W in windows}
-            configs = {W: {"learner": eqx.tree_pformat(lrn, short_arrays=False), "problem": eqx.tree_pformat(problem),
+            configs = {W: {"learner": lrn, "problem": problem,
                            "seeds": S, "T": T, "W": W} for W, lrn in learners.items()}  # fmt: skip
             compute = lambda ws, ls=learners, S=S: {W: _regrets(ls[W], problem, T, range(S)) for W in ws}  # noqa: E731
             records = list(ctx.cells(name, configs, compute).values())
@@ -222,9 +208,10 @@ def _window(exp, ctx) -> Outcome:
             log_reg = np.log(np.where(reg > 0, reg, np.nan))
             curves.setdefault(LAWS[law], {})[f"log(Reg), {POINTS[est]}"] = log_reg
             med = np.nanmedian(log_reg, axis=0)
-            slope, r2 = linear_fit(np.asarray(windows, float), med) if len(windows) >= 2 else (math.nan, math.nan)
+            slope, _, r2 = metrics.linear_fit(windows, med) if len(windows) >= 2 else (math.nan,) * 3
             summary[name] = {
-                "log_regret_first_W": quartiles(log_reg[:, 0]), "log_regret_last_W": quartiles(log_reg[:, -1]),
+                "log_regret_first_W": metrics.quartiles(log_reg[:, 0]),
+                "log_regret_last_W": metrics.quartiles(log_reg[:, -1]),
                 "by_W": {"W": windows, "median_log_regret": [float(v) for v in med],
                          "mean_regret": [float(v) for v in np.nanmean(reg, axis=0)], "iqr_log_regret": iqr(log_reg)},
                 "slope_per_W": slope, "r2": r2, "seeds": S, "diverged": int((~np.isfinite(reg)).sum()),

@@ -1,7 +1,7 @@
 """Paper 004 (Qiu and Wei 2020, online primal-dual mirror prox): its theorems checked numerically.
 
-The paper has no experiments (spec paper004.md §5). V is known in advance as the paper assumes (the largest
-realized gradual variation over the seeds, an upper bound for every run, spec P9):
+The paper has no experiments. V is known in advance, as Theorems 4.1 and 6.1 assume (the largest realized
+gradual variation over the seeds, an upper bound for every run):
 
 * ``gradual-variation``: MirrorProx (Algorithm 1, Euclidean ball) against drift-plus-penalty OGD (YuNeelyWei)
   and OGD on :class:`~ocokit.problems.DriftingQuadratic`: regret and signed violation ``max_k sum_t g_k(x_t)``
@@ -18,7 +18,6 @@ d-studies use the middle horizon.
 from __future__ import annotations
 
 import math
-import time
 
 import equinox as eqx
 import jax
@@ -26,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ocokit.algorithms import COLDQ, OGD, Hedge, MirrorProx, ProblemInfo, SimplexMirrorProx, YuNeelyWei
-from ocokit.engine import split_key, sweep
-from ocokit.experiments._harness import (
+from ocokit.engine import split_key
+from ocokit.harness import (
     ALGORITHMS,
     Algorithm,
     Claim,
@@ -36,13 +35,13 @@ from ocokit.experiments._harness import (
     Option,
     Outcome,
     exponent,
+    play,
     register,
+    round_columns,
     select,
-    stat,
 )
+from ocokit.metrics import mean_std
 from ocokit.problems import DriftingAllocation, DriftingQuadratic
-
-_VERSION = 1  # bump when a learner or problem changes, so stored runs are not reused
 
 
 def _mp(cls, norm, key):
@@ -106,28 +105,20 @@ def _lemma55_gap(learner, info, traj, i) -> float | None:
     return float(np.max(np.asarray(traj.constraints[i]).sum(axis=0) - (qT - q1) / float(learner.gamma)))
 
 
-def _cell(ctx, label, method, problem, problem_config, T) -> dict[str, np.ndarray]:
+def _cell(ctx, label, method, problem, T) -> dict[str, np.ndarray]:
     """Per-seed final regret, signed violation, wall time and Lemma 5.5 gap of one (method, problem, T)."""
     make, norm, _ = method
     info, V, realized = ProblemInfo.of(problem, T), {}, []
     if norm is not None:
         V[norm], realized = _known_variation(problem, T, ctx.seeds, norm)
-    config = {"version": _VERSION, "problem": dict(problem_config), "T": T, "V": V}
+    learner = make(problem, info, V)
+    config = {"learner": learner, "problem": problem, "T": T}
 
     def compute(missing):
-        learner = make(problem, info, V)
-        tic = time.perf_counter()
-        traj = sweep(learner, problem, T, missing, chunk_size=max(len(missing), 1))
-        traj.loss.block_until_ready()
-        seconds, done = (time.perf_counter() - tic) / len(missing), {}
-        for i, s in enumerate(missing):
-            cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss[i]),
-                    "comparator_loss": np.asarray(traj.comparator_loss[i])}  # fmt: skip
-            cons = np.asarray(traj.constraints[i])
-            cols.update({f"g{k + 1}": cons[:, k] for k in range(cons.shape[1])})
-            done[s] = cols, {"seed": s, "wall_seconds": seconds, "V_realized": realized[s] if realized else None,
-                             "lemma55_gap": _lemma55_gap(learner, info, traj, i)}  # fmt: skip
-        return done
+        traj, seconds = play(learner, problem, T, missing, chunk_size=max(len(missing), 1))
+        return {s: (round_columns(traj, i) | {"comparator_loss": np.asarray(traj.comparator_loss[i])},
+                    {"seed": s, "wall_seconds": seconds * T, "V_realized": realized[s] if realized else None,
+                     "lemma55_gap": _lemma55_gap(learner, info, traj, i)}) for i, s in enumerate(missing)}  # fmt: skip
 
     finals: dict[str, list[float]] = {"regret": [], "violation": [], "seconds": [], "lemma55_gap": []}
     for cols, meta in ctx.cells(label, {s: {**config, "seed": s} for s in range(ctx.seeds)}, compute).values():
@@ -155,11 +146,11 @@ def _fit(st, key, xs, values) -> None:
 
 
 def _rv(st, cell, suffix) -> None:
-    st[f"regret_{suffix}"], st[f"violation_{suffix}"] = stat(cell["regret"]), stat(cell["violation"])
+    st[f"regret_{suffix}"], st[f"violation_{suffix}"] = mean_std(cell["regret"]), mean_std(cell["violation"])
 
 
 def _run_all(ctx, methods, spec, stats, hidden, figures):
-    """Every selected method on every cell of ``spec`` (key -> (problem, config, T)); ``stats(cells)`` is
+    """Every selected method on every cell of ``spec`` (key -> (problem, T)); ``stats(cells)`` is
     its summary entry; ``figures`` are ``(suffix, [(panel, keys, metric)], kwargs)``; ``hidden`` not drawn."""
     summary, curves = {}, [{} for _ in figures]
     for algo in select([Algorithm(k, None, v[2]) for k, v in methods.items()], ctx.options["algorithms"]):
@@ -177,10 +168,9 @@ def _run_all(ctx, methods, spec, stats, hidden, figures):
 def _gradual(exp, ctx) -> Outcome:
     horizons, o, seeds = _horizons(ctx.T, ctx.options), ctx.options, ctx.seeds
     T_v, drifts, regimes = horizons[len(horizons) // 2], o["drifts"], (("static", 0.0), ("iid", 1.0))
-    problem = lambda d: (DriftingQuadratic(5, d), {"class": "DriftingQuadratic", "dim": 5, "drift": d})  # noqa: E731
-    mean_V = {d: float(np.mean(_known_variation(problem(d)[0], T_v, seeds, "l2")[1])) for d in drifts}
-    spec = {(r, h): (*problem(drift), h) for r, drift in regimes for h in horizons}
-    spec.update({("V", d): (*problem(d), T_v) for d in drifts})
+    mean_V = {d: float(np.mean(_known_variation(DriftingQuadratic(5, d), T_v, seeds, "l2")[1])) for d in drifts}
+    spec = {(r, h): (DriftingQuadratic(5, drift), h) for r, drift in regimes for h in horizons}
+    spec.update({("V", d): (DriftingQuadratic(5, d), T_v) for d in drifts})
 
     def stats(cells):
         st = {f"V_drift{d:g}_T{T_v}": {"mean": mean_V[d], "std": 0.0} for d in drifts}
@@ -218,9 +208,8 @@ def _simplex(exp, ctx) -> Outcome:
     T_d, dim, dims = horizons[len(horizons) // 2], o["dim"], sorted(set(o["dims"]))
     if len(dims) < 3:
         raise ValueError(f"option dims needs at least three dimensions >= 2, got {dims}")
-    problem = lambda d: (DriftingAllocation(d, 0.0), {"class": "DriftingAllocation", "dim": d, "drift": 0.0})  # noqa: E731
-    spec = {("T", h): (*problem(dim), h) for h in horizons}
-    spec.update({("d", d): (*problem(d), T_d) for d in dims})
+    spec = {("T", h): (DriftingAllocation(dim, 0.0), h) for h in horizons}
+    spec.update({("d", d): (DriftingAllocation(d, 0.0), T_d) for d in dims})
 
     def stats(cells):
         st = {}

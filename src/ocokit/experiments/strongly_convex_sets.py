@@ -1,7 +1,7 @@
 """Paper 001 (Wan and Zhang, projection-free online learning over strongly convex sets): regret exponents.
 
-The paper has no experiments (spec ``paper001.md`` §5); ``strongly-convex-sets`` checks its theorems'
-exponents (spec §8, "a rough empirical slope of log(regret) against log(T)"): linear losses
+The paper has no experiments; ``strongly-convex-sets`` checks its theorems' exponents as a rough empirical
+slope of log(regret) against log(T): linear losses
 (:class:`~ocokit.problems.OnlineLinear`) over the l2 and l_1.5 balls (strongly convex) and the l1 ball (a
 polytope), OFW with line search (Algorithm 1, Thm 1: O(T^{2/3})) against Hazan-Kale's OFW (O(T^{3/4})); and
 strongly convex quadratic losses (:class:`~ocokit.problems.OnlineQuadratic`) over the l2 and l1 balls, SC-OFW
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable, Mapping
 
 import equinox as eqx
@@ -29,8 +28,8 @@ import numpy as np
 from ocokit import metrics
 from ocokit.algorithms import OFW, SCOFW, OFWLineSearch, ProblemInfo
 from ocokit.algorithms._base import AbstractLearner
-from ocokit.engine import split_key, stack, sweep
-from ocokit.experiments._harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, Summary, register
+from ocokit.engine import split_key, stack
+from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, Summary, play, register
 from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.problems._base import AbstractProblem
 from ocokit.sets import L1Ball, L2Ball, LpBall
@@ -114,7 +113,10 @@ def _comparator_losses(problem: AbstractProblem, Ts: jax.Array, T_max: int, keys
 
 
 def _set_constant(domain) -> float | None:
-    """alpha_K of a strongly convex set w.r.t. l2 (spec §4.1), ``None`` for sets that are not (polytopes)."""
+    """alpha_K of a strongly convex set w.r.t. l2 (the paper's definition of an alpha-strongly convex set).
+
+    ``None`` for sets that are not (polytopes).
+    """
     alpha = 1.0 / float(domain.radius) if isinstance(domain, L2Ball) else None
     alpha = float(domain.strong_convexity) if isinstance(domain, LpBall) else alpha
     return alpha if alpha else None
@@ -123,7 +125,7 @@ def _set_constant(domain) -> float | None:
 def theorem_bound(algorithm: str, problem: AbstractProblem, T: int) -> float | None:
     """The explicit regret bound a theorem gives ``algorithm`` on ``problem`` at horizon T (None: no theorem).
 
-    OFW-LS: 001 Thm 1 (strongly convex K). OFW: Hazan (2016) Thm 7.3 as recalled by spec §2.1,
+    OFW-LS: 001 Thm 1 (strongly convex K). OFW: Hazan (2016) Thm 7.3 as recalled in paper 001,
     ``8 D G T^{3/4}`` (external). SC-OFW: 001 Thm 2 on a strongly convex K, Thm 3 otherwise.
     """
     D = float(problem.domain.diameter)
@@ -215,23 +217,22 @@ def _study(exp: Experiment, ctx) -> Outcome:
         problem, env = setting.make_problem(dim), {}
         for algo, theory in setting.theory.items():
             learner = stack([LEARNERS[algo](ProblemInfo.of(problem, Tb)) for Tb in grid])
-            base = {"algorithm": algo, "setting": setting.key, "learner": eqx.tree_pformat(learner, short_arrays=False),
-                    "problem": eqx.tree_pformat(problem, short_arrays=False), "horizons": grid, "dim": dim}  # fmt: skip
+            base = {"algorithm": algo, "setting": setting.key, "learner": learner,
+                    "problem": problem, "horizons": grid, "dim": dim}  # fmt: skip
 
             def compute(missing, learner=learner, problem=problem, env=env):
                 if "c" not in env:
                     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
                     env["c"] = np.asarray(_comparator_losses(problem, jnp.asarray(grid), T, keys))
-                tic = time.perf_counter()
-                losses = np.asarray(sweep(learner, problem, T, missing, batched_learner=True).loss)  # (B, S, T)
-                seconds, done = time.perf_counter() - tic, {}
+                traj, seconds = play(learner, problem, T, missing, batched_learner=True)
+                losses, done = np.asarray(traj.loss), {}  # (B, S, T)
                 for i, s in enumerate(missing):
                     cols = {"t": np.arange(1, T + 1)}
                     for b, Tb in enumerate(grid):
                         keep = np.arange(T) < Tb
                         cols[f"loss_T{Tb}"] = np.where(keep, losses[b, i], np.nan)
                         cols[f"regret_T{Tb}"] = np.where(keep, np.cumsum(losses[b, i] - env["c"][b, s]), np.nan)
-                    done[s] = cols, {"seed": s, "wall_seconds": seconds / len(missing)}
+                    done[s] = cols, {"seed": s, "wall_seconds_per_round": seconds}
                 return done
 
             configs = {s: {**base, "seed": s} for s in range(seeds)}
@@ -275,7 +276,7 @@ def _figures(grid: list[int], ran: list[str], finals, curves) -> list[Figure]:
 
 
 STRONGLY_CONVEX_SETS = register(Experiment(
-    name=NAME, paper="001 (no experiments in the paper; spec §5, §8)", study=_study, claims=CLAIMS,
+    name=NAME, paper="001 (no experiments in the paper: its theorems' exponents)", study=_study, claims=CLAIMS,
     title="Regret exponents of projection-free OFW over strongly convex sets", default_T=4000, default_seeds=5,
     algorithms=(
         Algorithm("OFW-LS", OFWLineSearch.from_theory, "paper 001 Algorithm 1, eta = D / (2 G (T+2)^{2/3})"),

@@ -1,7 +1,7 @@
 """Paper 003 (COLDQ, Wang, Yan and Liu, AAAI 2025), section 6 and Appendix L: doubly-bounded virtual queues.
 
-Four experiments, one per figure, every algorithm with the parameters of the paper's tables (spec
-``paper003.md`` §6.5), 20 seeds by default (the paper states none), common random numbers:
+Four experiments, one per figure, every algorithm with the parameters of the paper's Tables 3-6, 20 seeds by
+default (the paper states none), common random numbers:
 ``time-varying-regression`` (Fig. 1, Table 3, T = 1000; COLDQ, RECOO, Yi et al. 2023), ``online-qp`` and
 ``online-lp`` (Figs. 2-3, Tables 4-5, T = 5000; COLDQ, RECOO, Yi et al. 2021) and ``job-scheduling`` (Fig. 4,
 Table 6, T = 2880; time-averaged energy cost and delayed jobs). Job-scheduling prices: real hourly prices of
@@ -17,7 +17,7 @@ same accumulated loss"; we run the printed parameters unchanged and report what 
 from __future__ import annotations
 
 from ocokit.algorithms import COLDQ, RECOO, COLDQExpert, Yi2021, Yi2023, YuNeelyWei
-from ocokit.experiments._harness import ALGORITHMS, Algorithm, Claim, Comparison, Experiment, Option, final, register
+from ocokit.harness import ALGORITHMS, Algorithm, Claim, Comparison, Experiment, Option, final, register
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
 from ocokit.problems._job_scheduling import MAY_FIRST_HOUR
 
@@ -84,12 +84,11 @@ CLAIM_FIG4 = Claim(
 # The third baseline of each figure: label, class, option (its reading of the code), field, readings, note.
 _CODE = "the COLDQ authors' code"
 _YI2021 = ("Yi et al. 2021", Yi2021, "yi2021_gamma_rule", "gamma_rule", ("printed", "code"),
-           "Alg. 1, Table {table}, gamma_rule={value}; rule from " + _CODE + " (baselines.md §5)")  # fmt: skip
+           "Alg. 1, Table {table}, gamma_rule={value}; rule from " + _CODE)  # fmt: skip
 _YI2023 = ("Yi et al. 2023", Yi2023, "yi2023_dual_step", "dual_step", ("gamma", "beta"),
-           "Alg. 1 (one agent), Table {table}, dual_step={value}; update rule from " + _CODE
-           + " (baselines.md §6)")  # fmt: skip
+           "Alg. 1 (one agent), Table {table}, dual_step={value}; update rule from " + _CODE)  # fmt: skip
 _RECOO = ("RECOO", RECOO, "recoo_queue", "queue_uses", ("current", "previous"),
-          "Table {table}, queue_uses={value}; update rule from " + _CODE + " (spec baselines.md §4)")  # fmt: skip
+          "Table {table}, queue_uses={value}; update rule from " + _CODE)  # fmt: skip
 
 
 def _baseline(spec, table: int, options) -> Algorithm:
@@ -114,7 +113,7 @@ def _algorithms(table: int, third, options) -> list[Algorithm]:
 
 
 def job_problem(T: int, data_dir, options) -> JobScheduling:
-    """Fig. 4's problem with the prices of the options (``auto``: real if found, else synthetic)."""
+    """Fig. 4's problem with the prices of the options (``auto``: real prices; synthetic without a data location)."""
     source = options["prices"]
     if source == "nyiso":
         if options["nyiso_path"] is None:

@@ -76,7 +76,10 @@ class AbstractProblem(eqx.Module):
     @property
     @abc.abstractmethod
     def num_constraints(self) -> int:
-        """Number N of constraint functions (0 for an unconstrained problem)."""
+        """Number N of constraint functions (0 for an unconstrained problem).
+
+        A problem whose N is fixed declares it as a class attribute, ``num_constraints: ClassVar[int] = N``.
+        """
 
     @abc.abstractmethod
     def round_data(self, episode: Any, key: PRNGKeyArray, t: Int[Array, ""]) -> Any:

@@ -1,12 +1,14 @@
 """Problems with a controlled gradual variation and fixed known constraints (paper 004's setting).
 
-Paper 004 (Qiu and Wei 2020) bounds regret by the gradual variation
-``V_*(T) = sum_{t=1}^T max_{x in X_0} ||grad f^t(x) - grad f^{t-1}(x)||_*^2`` (eq. 4, with ``grad f^0 = 0``
-here, spec P5) under fixed, known constraints ``g_k(x) <= 0``. The paper has no experiments (spec §5);
-these two problems are ocokit's, built so that V_* is computable exactly and set by one ``drift`` knob:
+S. Qiu and X. Wei, "Beyond O(sqrt(T)) Regret for Constrained Online Optimization: Gradual Variations and Mirror
+Prox" (preprint, June 2020), bound regret by the gradual variation
+``V_*(T) = sum_{t=1}^T max_{x in X_0} ||grad f^t(x) - grad f^{t-1}(x)||_*^2`` (their eq. 4) under fixed, known
+constraints ``g_k(x) <= 0``. The paper never defines ``f^0``; ocokit takes ``grad f^0 = 0``, which only changes the
+t = 1 term. The paper is theory only, with no experiments; these two problems are ocokit's, built so that V_* is
+computable exactly and set by one ``drift`` knob:
 
 * :class:`DriftingQuadratic`: ``f^t(x) = 1/2 ||x - b_t||^2`` on a Euclidean ball with one linear and one
-  quadratic constraint (the spec's sanity-check setup, §5).
+  quadratic constraint (ocokit's sanity check: V_* is exact because ``grad f^t - grad f^{t-1} = b_{t-1} - b_t``).
 * :class:`DriftingAllocation`: linear allocation costs ``<l_t, x>`` on the probability simplex with a
   budget constraint ``<c, x> <= B``.
 
@@ -18,17 +20,18 @@ i.i.d. ones (``V_*`` linear in T), with ``E V_* ~ 2 drift scale^2 d T`` in betwe
 
 from __future__ import annotations
 
+import abc
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, PRNGKeyArray
 
 from ocokit import _checks
 from ocokit.problems._base import AbstractProblem, ProblemConstants
-from ocokit.sets import L2Ball, Simplex
+from ocokit.sets import AbstractSet, L2Ball, Simplex
 
 _NORMS = ("l2", "linf")
 
@@ -37,8 +40,11 @@ def _leaf(value: Any) -> Array:
     return jnp.asarray(value, dtype=float)
 
 
-def _check_drift(drift: Any) -> None:
+def _check_drifting(dim: int, drift: Any, scale: Any) -> None:
+    """The arguments every drifting problem takes: ``dim >= 2``, ``drift`` in ``[0, 1]``, ``scale > 0``."""
+    _checks.integer("dim", dim, low=2)
     _checks.in_closed_interval("drift", drift, 0.0, 1.0)
+    _checks.positive("scale", scale)
 
 
 def dykstra_projection(point: Array, projections, iterations: int = 20000) -> Array:
@@ -47,7 +53,8 @@ def dykstra_projection(point: Array, projections, iterations: int = 20000) -> Ar
     ``projections`` are the sets' own projections (closed forms); cycling through them with Dykstra's
     correction increments converges to the projection onto the intersection (Boyle and Dykstra 1986),
     linearly when the intersection has an interior point. Pure and jit/vmap safe (a ``fori_loop`` of
-    fixed length); the offline comparator of :class:`DriftingQuadratic` (spec P11).
+    fixed length); the offline comparator of :class:`DriftingQuadratic` (Qiu and Wei's regret, eq. 1, compares
+    with the best point of the feasible set X, not of ``X_0``).
     """
 
     def sweep(_, carry):
@@ -69,11 +76,65 @@ def _project_ball(x: Array, center: Array, radius: Any) -> Array:
     return center + d * jnp.minimum(1.0, radius / jnp.where(n > 0, n, 1.0))
 
 
+def _gaussian(key: PRNGKeyArray, like: Array) -> Array:
+    """A standard normal vector with the shape and dtype of ``like`` (the persistent ``u`` and each ``eps_t``)."""
+    return jax.random.normal(key, like.shape, dtype=like.dtype)
+
+
+def _drifted(u: Array, key: PRNGKeyArray, drift: Any) -> Array:
+    """``sqrt(1 - drift) u + sqrt(drift) eps_t``, with ``eps_t`` drawn from round t's key (the module's drift model)."""
+    eps = _gaussian(key, u)
+    return jnp.sqrt(1 - drift) * u + jnp.sqrt(drift) * eps
+
+
 def _unit(dim: int, i: int) -> Array:
     return jnp.zeros((dim,)).at[i].set(1.0)
 
 
-class DriftingQuadratic(AbstractProblem):
+class AbstractDriftingProblem(AbstractProblem):
+    """A problem of this module: fixed known constraints, and a round-t parameter drifting around its mean ``m``.
+
+    Round t's parameter is ``m + scale (sqrt(1 - drift) u + sqrt(drift) eps_t)`` (:meth:`drifted`), with ``u``
+    the episode (drawn once per run, :meth:`episode`) and ``eps_t`` drawn from round t's key. A concrete
+    problem declares ``domain``, ``drift``, ``scale``, the mean ``m`` (:meth:`drift_mean`) and
+    ``fixed_constraints``; the constraints of every round are those.
+    """
+
+    domain: eqx.AbstractVar[AbstractSet]
+    drift: eqx.AbstractVar[Float[Array, ""]]
+    scale: eqx.AbstractVar[float]
+
+    @abc.abstractmethod
+    def drift_mean(self) -> Float[Array, " d"]:
+        """``m``, the mean of the round parameters."""
+
+    @abc.abstractmethod
+    def fixed_constraints(self, x: Float[Array, " d"]) -> Float[Array, " K"]:
+        """``g(x)``: the same every round (known in advance)."""
+
+    @property
+    def dim(self) -> int:
+        return self.domain.shape[0]
+
+    def episode(self, key, T):
+        del T
+        return _gaussian(key, self.drift_mean())  # u, the persistent part
+
+    def drifted(self, episode: Array, key: PRNGKeyArray) -> Float[Array, " d"]:
+        """``m + scale (sqrt(1 - drift) u + sqrt(drift) eps_t)``, ``eps_t`` from round t's ``key``."""
+        return self.drift_mean() + self.scale * _drifted(episode, key, self.drift)
+
+    def constraints(self, data, x):
+        del data
+        return self.fixed_constraints(x)
+
+    def parameters(self, episode: Any, env_key: Any, T: int) -> Float[Array, "T d"]:
+        """The round data of rounds 1..T of a run (regenerated from the keys exactly as the engine draws them)."""
+        ts = jnp.arange(1, T + 1, dtype=jnp.int32)
+        return jax.vmap(lambda t: self.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+
+
+class DriftingQuadratic(AbstractDriftingProblem):
     """Drifting quadratic targets on a Euclidean ball with a linear and a quadratic fixed constraint.
 
     Round t: ``f^t(x) = 1/2 ||x - b_t||_2^2`` on ``X_0 = {||x||_2 <= radius}`` with
@@ -85,8 +146,9 @@ class DriftingQuadratic(AbstractProblem):
     both active at the comparator for typical runs (``m`` violates both). Slater point ``x = 0`` with slack
     ``min{0.3, 0.64 - 0.16} = 0.3``. Gradual variation (eq. 4, ``grad f^0 = 0``):
     ``V_*(T) = (radius + ||b_1||)^2 + sum_{t>=2} ||b_t - b_{t-1}||^2`` (:meth:`gradient_variation`).
-    ``best_fixed`` is ``Pi_X(mean_t b_t)``, the projection onto ``X_0`` and both constraints (spec P11),
-    by :func:`dykstra_projection` (objective error below 1e-10 against CLARABEL in the tests).
+    ``best_fixed`` is ``Pi_X(mean_t b_t)``, the projection onto ``X_0`` and both constraints (the comparator
+    of Qiu and Wei's eq. 1 lies in X), by :func:`dykstra_projection` (objective error below 1e-10 against
+    CLARABEL in the tests).
 
     Args:
         dim: dimension d >= 2.
@@ -114,11 +176,7 @@ class DriftingQuadratic(AbstractProblem):
     radius2: Float[Array, ""]  # q
 
     def __init__(self, dim: int = 5, drift: float = 0.0, scale: float = 0.3, radius: float = 1.0):
-        _checks.positive_int("dim", dim)
-        if dim < 2:
-            raise ValueError(f"dim must be >= 2, got {dim}")
-        _check_drift(drift)
-        _checks.positive("scale", scale)
+        _check_drifting(dim, drift, scale)
         _checks.in_closed_interval("radius", radius, 1.0, math.inf)
         self.domain = L2Ball(dim, radius=radius)
         self.drift, self.scale, self.radius = _leaf(drift), float(scale), float(radius)
@@ -126,21 +184,13 @@ class DriftingQuadratic(AbstractProblem):
         self.normal, self.level = _unit(dim, 0), _leaf(0.3)
         self.center2, self.radius2 = -0.4 * _unit(dim, 1), _leaf(0.8)
 
-    @property
-    def num_constraints(self) -> int:
-        return 2
+    num_constraints: ClassVar[int] = 2
 
-    @property
-    def dim(self) -> int:
-        return self.domain.shape[0]
-
-    def episode(self, key, T):
-        del T
-        return jax.random.normal(key, (self.dim,), dtype=self.mean.dtype)  # u, the persistent part
+    def drift_mean(self):
+        return self.mean
 
     def round_data(self, episode, key, t):
-        eps = jax.random.normal(key, (self.dim,), dtype=self.mean.dtype)
-        return self.mean + self.scale * (jnp.sqrt(1 - self.drift) * episode + jnp.sqrt(self.drift) * eps)
+        return self.drifted(episode, key)
 
     def loss(self, data, x):
         return 0.5 * jnp.sum((x - data) ** 2)
@@ -150,14 +200,9 @@ class DriftingQuadratic(AbstractProblem):
         quadratic = jnp.sum((x - self.center2) ** 2) - self.radius2**2
         return jnp.stack([jnp.dot(self.normal, x) - self.level, quadratic])
 
-    def constraints(self, data, x):
-        del data
-        return self.fixed_constraints(x)
-
     def targets(self, episode: Any, env_key: Any, T: int) -> Float[Array, "T d"]:
-        """``b_1, ..., b_T`` of a run (regenerated from the keys exactly as the engine draws them)."""
-        ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-        return jax.vmap(lambda t: self.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+        """``b_1, ..., b_T`` of a run (:meth:`parameters`)."""
+        return self.parameters(episode, env_key, T)
 
     def gradient_variation(self, episode: Any, env_key: Any, T: int) -> Float[Array, ""]:
         """Exact ``V_*(T)`` of eq. (4), ``grad f^0 = 0`` (l2; ``grad f^t - grad f^{t-1} = b_{t-1} - b_t``)."""
@@ -207,7 +252,7 @@ class DriftingQuadratic(AbstractProblem):
         )
 
 
-class DriftingAllocation(AbstractProblem):
+class DriftingAllocation(AbstractDriftingProblem):
     """Allocation of one unit over d options with drifting linear costs and a fixed budget constraint.
 
     Round t: ``f^t(x) = <l_t, x>`` on the probability simplex ``Delta_d`` with
@@ -243,33 +288,20 @@ class DriftingAllocation(AbstractProblem):
     mu: Float[Array, " d"]
 
     def __init__(self, dim: int = 16, drift: float = 0.0, scale: float = 0.2, budget: float = 0.35):
-        _checks.positive_int("dim", dim)
-        if dim < 2:
-            raise ValueError(f"dim must be >= 2, got {dim}")
-        _check_drift(drift)
-        _checks.positive("scale", scale)
+        _check_drifting(dim, drift, scale)
         _checks.in_open_interval("budget", budget, 0.0, 1.0)
         self.domain = Simplex(dim)
         self.drift, self.scale, self.budget = _leaf(drift), float(scale), float(budget)
         self.price = jnp.linspace(0.0, 1.0, dim)
         self.mu = 0.25 + 0.5 * (1.0 - self.price)
 
-    @property
-    def num_constraints(self) -> int:
-        return 1
+    num_constraints: ClassVar[int] = 1
 
-    @property
-    def dim(self) -> int:
-        return self.domain.shape[0]
-
-    def episode(self, key, T):
-        del T
-        return jax.random.normal(key, (self.dim,), dtype=self.mu.dtype)
+    def drift_mean(self):
+        return self.mu
 
     def round_data(self, episode, key, t):
-        eps = jax.random.normal(key, (self.dim,), dtype=self.mu.dtype)
-        z = jnp.sqrt(1 - self.drift) * episode + jnp.sqrt(self.drift) * eps
-        return jnp.clip(self.mu + self.scale * z, 0.0, 1.0)
+        return jnp.clip(self.drifted(episode, key), 0.0, 1.0)
 
     def loss(self, data, x):
         return jnp.dot(data, x)
@@ -278,14 +310,9 @@ class DriftingAllocation(AbstractProblem):
         """``g(x) = <c, x> - budget`` (the same every round, known in advance)."""
         return jnp.reshape(jnp.dot(self.price, x) - self.budget, (1,))
 
-    def constraints(self, data, x):
-        del data
-        return self.fixed_constraints(x)
-
     def costs(self, episode: Any, env_key: Any, T: int) -> Float[Array, "T d"]:
-        """``l_1, ..., l_T`` of a run (regenerated exactly as the engine draws them)."""
-        ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-        return jax.vmap(lambda t: self.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+        """``l_1, ..., l_T`` of a run (:meth:`parameters`)."""
+        return self.parameters(episode, env_key, T)
 
     def gradient_variation(self, episode: Any, env_key: Any, T: int, norm: str = "linf") -> Float[Array, ""]:
         """Exact ``V(T) = ||l_1||^2 + sum_{t>=2} ||l_t - l_{t-1}||^2`` in ``"linf"`` (V_inf) or ``"l2"``."""

@@ -1,4 +1,8 @@
-"""Online job scheduling across data centres (paper 003 §6.4, Fig. 4; Yu, Neely and Wei 2017 style)."""
+"""Online job scheduling across data centres (paper 003, Section 6.3, Fig. 4; Yu, Neely and Wei 2017 style).
+
+Reference: J. Wang, B. Yan and Y. Liu, "Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
+Dynamics of Both Loss and Constraint", AAAI 2025 (paper 003), Section 6.3 and Appendix L.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.datasets import ELECTRICITY_REGIONS, load_electricity_prices, load_nyiso_5min
+from ocokit.datasets import ELECTRICITY_REGIONS, ENV_VAR, load_electricity_prices, load_nyiso_5min
 from ocokit.problems._base import AbstractProblem, ProblemConstants
 from ocokit.problems._qp import all_rounds
 from ocokit.sets import Box
@@ -22,6 +26,8 @@ from ocokit.sets import Box
 SLOTS_PER_HOUR = 12
 MAY_FIRST_HOUR = 2880
 """Hour index of 2023-05-01 00:00 UTC in the hourly price files (the paper's data start on May 1)."""
+HOURS_PER_YEAR = 8760
+"""Rows of a full year (2023) of hourly prices."""
 
 _BISECTIONS = 100
 
@@ -39,7 +45,7 @@ def _bisect_decreasing(phi, lo, hi, iterations: int = _BISECTIONS):
 
 
 class JobScheduling(AbstractProblem):
-    """Power allocation across data centres under a service-quality constraint (paper 003 §6.4).
+    """Power allocation across data centres under a service-quality constraint (paper 003, Section 6.3).
 
     ``R`` regions with ``centres_per_region`` data centres each (the paper: 10 x 10 = 100). Round t (a
     five-minute slot) has region prices ``p_t`` (each centre takes its region's price, ``c_t`` in
@@ -138,10 +144,25 @@ class JobScheduling(AbstractProblem):
 
         Hours ``start_hour, start_hour + 1, ...`` (default 2023-05-01 00:00 UTC, as the paper's May 1-10
         window; wrapping around the year) are each held over 12 five-minute slots, giving ``num_slots``
-        rows (2880 = ten days).
+        rows (2880 = ten days). Each file must hold the window's hours (the whole year, 8760 rows, when
+        the window wraps around it).
+
+        Raises:
+            FileNotFoundError: no data location was given (``path`` is None and ``$OCOKIT_DATA`` unset),
+                so a caller may fall back to :meth:`synthetic`.
+            ValueError: a location was given but a file is missing there, malformed (naming the file and
+                line) or short of the window's hours (naming the file and the hours it lacks).
         """
         _checks.positive_int("num_slots", num_slots)
-        hourly = load_electricity_prices(regions, path)
+        start_hour = _checks.integer("start_hour", start_hour, 0, HOURS_PER_YEAR - 1)
+        needed = start_hour + math.ceil(num_slots / SLOTS_PER_HOUR)
+        needed = needed if needed <= HOURS_PER_YEAR else HOURS_PER_YEAR  # a window past the year wraps around
+        try:
+            hourly = load_electricity_prices(regions, path, hours=needed)
+        except FileNotFoundError as err:
+            if path is None and not os.environ.get(ENV_VAR):
+                raise
+            raise ValueError(f"job-scheduling prices: {err}") from None
         hours = (start_hour + np.arange(math.ceil(num_slots / SLOTS_PER_HOUR))) % hourly.shape[0]
         slots = np.repeat(hourly[hours], SLOTS_PER_HOUR, axis=0)[:num_slots]
         label = f"hourly day-ahead prices 2023 ({', '.join(regions)}) from hour {start_hour}, held 12 slots"
@@ -187,9 +208,7 @@ class JobScheduling(AbstractProblem):
     # ----------------------------------------------------------------------------------------------
     # The game.
 
-    @property
-    def num_constraints(self) -> int:
-        return 1
+    num_constraints: ClassVar[int] = 1
 
     @property
     def num_regions(self) -> int:

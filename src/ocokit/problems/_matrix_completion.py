@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -77,17 +78,17 @@ class OnlineMatrixCompletion(AbstractProblem):
     by ``sampling``:
 
     * ``"entry"`` (default): one entry of O drawn uniformly with replacement. The paper's text says "the
-      learner receives a sampled data (i, j)", while its formula sums over O; the spec (paper000.md §5.1)
-      reads the single sampled entry as the most likely setup (Hazan and Kale 2012 style);
+      learner receives a sampled data (i, j)", while its formula sums over O (which would make f_t the same
+      every round); ocokit reads it as one sampled entry per round, in the style of Hazan and Kale 2012;
     * ``"minibatch"``: ``batch_size`` entries drawn uniformly with replacement (loss summed over them);
     * ``"all"``: the whole of O every round (the literal formula; then f_t is the same every round).
 
-    Constants (spec §5.1, inferred): ``D = 2 rho``, ``r = rho / sqrt(min(m, n))`` (the set's),
+    Constants (not stated in the paper; derived here): ``D = 2 rho``, ``r = rho / sqrt(min(m, n))`` (the set's),
     ``||grad g_t||_F <= sqrt(m n)``, ``|g_t| <= rho sqrt(m n)``; per sampled entry
     ``||grad f_t|| <= rho + max|M|`` and ``|f_t| <= (rho + max|M|)^2 / 2`` (times ``batch_size`` for a
     mini-batch; ``rho + ||M_O||_F`` in place of ``rho + max|M|`` for ``"all"``). f_t is not strongly convex
     in X (only along the sampled entries): ``strong_convexity = 0``; the paper runs its strongly convex
-    methods anyway, with alpha_f = 1 (spec §5.1).
+    methods anyway without giving alpha_f; ocokit uses alpha_f = 1, the curvature along the observed entries.
 
     Args:
         ratings: the observed entries (:func:`ocokit.datasets.load_movielens`, ``load_filmtrust`` or
@@ -159,9 +160,7 @@ class OnlineMatrixCompletion(AbstractProblem):
         """FilmTrust (1508 x 2071, the paper's bandit data) from ``path`` or ``$OCOKIT_DATA``."""
         return cls(load_filmtrust(path), **kwargs)
 
-    @property
-    def num_constraints(self) -> int:
-        return 1
+    num_constraints: ClassVar[int] = 1
 
     @property
     def shape(self) -> tuple[int, int]:

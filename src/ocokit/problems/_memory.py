@@ -5,13 +5,16 @@ oldest first, with shape ``(h, d)``), histories before round 1 are a fixed initi
 (``initial_history``), and a model ``l_k`` of each round's cost (``prediction``) is what a simulator returns
 to a learner with ``PREDICTIONS`` feedback (:class:`ocokit.feedback.Predictions`). The offline optimum of the
 whole horizon is computed once per run, so the engine's dynamic regret is exactly paper 002's eq. (3).
+
+Reference: L. Ye, Z. Wang, Z.-W. Liu, M. Chi, X. Wang, H. Su, "Online Convex Optimization with Memory and Limited
+Predictions", arXiv:2410.23574 (v1), 2024.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -44,7 +47,7 @@ def _haar_orthogonal(key: PRNGKeyArray, n: int, dtype: Any) -> Array:
 
 def random_quadratic(key: PRNGKeyArray, n: int, mu: float, beta: float, b_scale: float) -> tuple[Array, Array]:
     """``(A, B)``: ``A = Q diag(lam) Q^T`` with Q Haar-orthogonal ``n x n`` and ``lam_i ~ U[mu, beta]``,
-    ``B_i ~ U[-b_scale, b_scale]`` (the instance generator inferred in spec paper002.md §6 B1)."""
+    ``B_i ~ U[-b_scale, b_scale]`` (ocokit's reading of Ye et al.'s unspecified generator, Sec. 5)."""
     dtype = jnp.result_type(float)
     q = _haar_orthogonal(key, n, dtype)
     v = jax.random.uniform(jax.random.fold_in(key, 1), (2 * n,), dtype=dtype)  # one draw: few RNG ops to compile
@@ -64,8 +67,9 @@ class QuadraticWithMemory(AbstractProblem):
     ``(A_t, B_t)`` come from ``sampler(key_t, t)`` with ``key_t = fold_in(env_key, t)``; the default is
     :func:`random_quadratic` (``A_t`` with eigenvalues uniform in ``[mu, beta]``, so every f_t is
     ``beta``-smooth and ``mu``-strongly convex on ``R^{hd}``: Assumption 1(a, b); ``B_t`` uniform in
-    ``[-b_scale, b_scale]^{hd}``). This is the spec's inferred generator (§6 B1: the paper only says
-    "randomly generate positive definite A_t and B_t").
+    ``[-b_scale, b_scale]^{hd}``). The paper (Sec. 5) only says "randomly generate positive definite A_t and
+    B_t" (B_t is a vector); this generator is ocokit's reading, with ``[mu, beta] = [5, 10]`` consistent with
+    the paper's ``eta_t = 1/(t mu)`` and ``alpha = 1/(beta h)``.
 
     Comparator: the offline optimum ``x* = argmin_{x in X^T} C_T(x)`` (eq. 2), with the same fixed history,
     is computed once per run in ``episode`` (a dense direct solve for the unconstrained optimum when
@@ -94,7 +98,8 @@ class QuadraticWithMemory(AbstractProblem):
         error_frequency: frequency of the oscillating error, > 0.
         prediction_window: the window W of rounds a simulator predicts (``None``: no limit), >= 1.
         strict_window: answer rounds ``now .. now + W - 1`` (the paper's stated window) instead of
-            ``now .. now + W`` (what Algorithm 1's pseudo-code queries, spec §6 A7).
+            ``now .. now + W`` (what Algorithm 1's pseudo-code queries for layer 0: ``l_k`` up to
+            ``k = t + K(h - 1)``, which is ``t + W`` whenever ``(h - 1)`` divides W).
         solver_tol: stopping tolerance of the offline solver (relative step length), > 0.
         solver_max_iter: cap on the offline solver's iterations (static).
 
@@ -179,9 +184,7 @@ class QuadraticWithMemory(AbstractProblem):
         """The decision dimension d."""
         return self.domain.shape[0]
 
-    @property
-    def num_constraints(self) -> int:
-        return 0
+    num_constraints: ClassVar[int] = 0
 
     def memory(self) -> int:
         return self.h
@@ -227,7 +230,7 @@ class QuadraticWithMemory(AbstractProblem):
         return 0.5 * w @ (data["A"] @ w) + data["B"] @ w
 
     def prediction_lookahead(self) -> int | None:
-        """``W`` rounds past the coming one (the pseudo-code's reach, spec paper002.md §6 A7), or ``W - 1``
+        """``W`` rounds past the coming one (the reach of Algorithm 1's pseudo-code), or ``W - 1``
         with ``strict_window`` (the window the paper's text and eq. (4) state); ``None``: no limit."""
         if self.prediction_window is None:
             return None

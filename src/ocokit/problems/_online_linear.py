@@ -2,11 +2,16 @@
 
 Both problems have closed-form comparators, so static regret is exact on any set with an exact LMO (linear
 losses) or an exact projection (quadratic losses). They are the workloads of the ``strongly-convex-sets``
-experiment (spec ``paper001.md`` §8: "linear losses with bounded gradients for OFW; (lam/2)||x - z_t||^2
-for SC-OFW").
+experiment: the paper has no experiments, so ocokit checks its regret bounds (Theorems 1-3) on linear losses
+with bounded gradients for OFW and on ``(lam/2)||x - z_t||^2`` for SC-OFW (comparator ``Pi_K(mean_t z_t)``).
+
+Reference: Y. Wan and L. Zhang, "Projection-free Online Learning over Strongly Convex Sets", AAAI 2021
+(arXiv:2010.08177).
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -77,9 +82,7 @@ class OnlineLinear(AbstractProblem):
         self.domain, self.drift, self.noise = domain, float(drift), float(noise)
         self.radius_bound = float(jnp.linalg.norm(domain.center().ravel()) + domain.diameter)
 
-    @property
-    def num_constraints(self) -> int:
-        return 0
+    num_constraints: ClassVar[int] = 0
 
     def episode(self, key, T):
         del T
@@ -148,9 +151,7 @@ class OnlineQuadratic(AbstractProblem):
         self.offset, self.noise = float(offset), float(noise)
         self.diameter_bound = float(domain.diameter)
 
-    @property
-    def num_constraints(self) -> int:
-        return 0
+    num_constraints: ClassVar[int] = 0
 
     def episode(self, key, T):
         del T

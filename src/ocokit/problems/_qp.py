@@ -1,8 +1,11 @@
-"""Online quadratic and linear programming with fixed linear constraints (paper 003 §6.2-§6.3, Figs. 2-3).
+"""Online quadratic and linear programming with fixed linear constraints (paper 003, Section 6.2, Figs. 2-3).
 
 Also home of :func:`solve_qp`, the small dense convex-QP solver (primal-dual interior point) that the
 paper-003 problems use for their comparators (per-round constrained optimum, best fixed point), inside
 the compiled run, and :func:`polygon_qp`, the exact planar version used by the QP and LP.
+
+Reference: J. Wang, B. Yan and Y. Liu, "Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
+Dynamics of Both Loss and Constraint", AAAI 2025 (paper 003), Section 6.2 and Appendix L.
 """
 
 from __future__ import annotations
@@ -190,7 +193,7 @@ _POSITIVE_WINDOWS = ((1501, 1999), (3501, 3999))
 
 
 class _AbstractFixedConstraintProgram(AbstractProblem):
-    """Shared data of the online QP and LP of paper 003 §6.2-§6.3 (theta_t schedule, fixed A, b).
+    """Shared data of the online QP and LP of paper 003, Section 6.2 (theta_t schedule, fixed A, b).
 
     Args:
         horizon: the T the constants (gradient bound) are computed for (the paper's 5000); the run's
@@ -210,9 +213,7 @@ class _AbstractFixedConstraintProgram(AbstractProblem):
         self.horizon = horizon
         self.positive_windows = tuple((int(a), int(b)) for a, b in positive_windows)
 
-    @property
-    def num_constraints(self) -> int:
-        return 3
+    num_constraints: ClassVar[int] = 3
 
     def episode(self, key, T):
         kp, ka, kb = jax.random.split(key, 3)
@@ -268,7 +269,7 @@ class _AbstractFixedConstraintProgram(AbstractProblem):
 
 
 class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
-    """Online quadratic programming under fixed linear constraints (paper 003 §6.2, Fig. 2).
+    """Online quadratic programming under fixed linear constraints (paper 003, Section 6.2, Fig. 2).
 
     ``f_t(x) = ||x - theta_t||^2 + 20 <theta_t, x>``, ``g(x) = A x - b`` (N = 3), ``K = [0, 1]^2``, with
     ``theta_t = theta_t^1 + theta_t^2 + theta_t^3`` per coordinate j:
@@ -318,7 +319,7 @@ class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
 
 
 class OnlineLinearProgram(_AbstractFixedConstraintProgram):
-    """Online linear programming under fixed linear constraints (paper 003 §6.3, Fig. 3).
+    """Online linear programming under fixed linear constraints (paper 003, Section 6.2, Fig. 3).
 
     ``f_t(x) = <theta_t, x>`` with the ``theta_t`` schedule, ``A``, ``b`` and ``K = [0, 1]^2`` of
     :class:`OnlineQuadraticProgram` ("rest unchanged"). The per-round optimum is an LP whose minimiser may

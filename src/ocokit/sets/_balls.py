@@ -11,7 +11,7 @@ import optax
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.sets._base import AbstractSet
+from ocokit.sets._base import AbstractSet, simplex_projection
 
 
 def _float_leaf(value: Any) -> Array:
@@ -34,11 +34,25 @@ def _check_scale(s: Any) -> None:
 def _project_l1(x: Array, r: Array) -> Array:
     """Euclidean projection onto ``{||x||_1 <= r}`` by the sort-based simplex projection of ``|x|``.
 
-    Calls ``optax.projections.projection_simplex`` directly (not ``projection_l1_ball``, whose
-    ``lax.cond`` fails on float32 input with x64 enabled: optax's simplex step promotes to float64).
+    Uses :func:`~ocokit.sets._base.simplex_projection` (not optax's ``projection_l1_ball``, whose ``lax.cond``
+    fails on float32 input with x64 enabled: optax's simplex step promotes to float64).
     """
-    on_sphere = jnp.sign(x) * optax.projections.projection_simplex(jnp.abs(x), r).astype(x.dtype)
+    on_sphere = jnp.sign(x) * simplex_projection(jnp.abs(x), r)
     return jnp.where(jnp.sum(jnp.abs(x)) <= r, x, on_sphere)
+
+
+def _arg(owner: AbstractSet, method: str, name: str, value: Any) -> Array:
+    """A method's point or direction as an array of the set's shape (a one-line ``ValueError`` otherwise)."""
+    return _checks.array_arg(f"{type(owner).__name__}.{method}", name, value, owner.shape)
+
+
+def _nan_through(vertex: Array, direction: Array) -> Array:
+    """``vertex``, made NaN when ``direction`` has a NaN or infinite entry.
+
+    An LMO must not turn a non-finite gradient into a finite vertex (the engine's non-finite guard would then
+    miss the round); for a finite direction this multiplies by exactly 1, so no number changes.
+    """
+    return vertex * (1 + 0 * jnp.max(jnp.abs(direction))).astype(vertex.dtype)
 
 
 def _first_basis(shape: tuple[int, ...], dtype: Any) -> Array:
@@ -68,7 +82,7 @@ class L2Ball(_AbstractNormBall):
     directions neither underflow nor overflow); a zero direction gives ``radius * e_0``. O(d).
     project: ``x min(1, radius / ||x||_2)`` (wraps ``optax.projections.projection_l2_ball``), O(d).
     Geometry: ``diameter = 2 radius``, ``inner_radius = radius``, ``center = 0``. As a strongly convex set
-    (paper 001, Def. 3, spec paper001.md §4.1) its constant is ``alpha_K = 1 / radius`` w.r.t. l2.
+    (Wan and Zhang, Def. 3; the l_p-ball constant at p = 2) its constant is ``alpha_K = 1 / radius`` w.r.t. l2.
 
     Args:
         dim: the dimension d (static, ``>= 1``).
@@ -82,19 +96,22 @@ class L2Ball(_AbstractNormBall):
     """
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
+        direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)
         scale = jnp.max(jnp.abs(direction))
         u = direction / jnp.where(scale > 0, scale, 1).astype(dtype)
         norm = jnp.linalg.norm(u)
         r = self.radius.astype(dtype)
         v = -r * u / jnp.where(norm > 0, norm, 1).astype(dtype)
-        return jnp.where(scale > 0, v, r * _first_basis(self.shape, dtype))
+        return _nan_through(jnp.where(scale > 0, v, r * _first_basis(self.shape, dtype)), direction)
 
     def project(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         return optax.projections.projection_l2_ball(x.astype(dtype), self.radius.astype(dtype))
 
     def contains(self, x: Float[Array, " d"], atol: float = 1e-8) -> Any:
+        x = _arg(self, "contains", "x", x)
         return jnp.linalg.norm(x) <= self.radius + atol
 
     @property
@@ -120,7 +137,7 @@ class L1Ball(_AbstractNormBall):
     direction gives ``radius * e_0``. O(d). project: sort-based, O(d log d): the simplex projection of
     ``|x|`` when ``||x||_1 > r`` (wraps ``optax.projections.projection_simplex``).
     Geometry: ``diameter = 2 radius``, ``inner_radius = radius / sqrt(d)``, ``center = 0``. A polytope:
-    not a strongly convex set (spec paper001.md §7 item 10).
+    not a strongly convex set (Wan and Zhang, Def. 3), so only their general-set results apply.
 
     Args:
         dim: the dimension d (static, ``>= 1``).
@@ -134,16 +151,19 @@ class L1Ball(_AbstractNormBall):
     """
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
+        direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)
         i = jnp.argmax(jnp.abs(direction))
         sign = jnp.where(direction[i] > 0, -1, 1).astype(dtype)
-        return jnp.zeros(self.shape, dtype).at[i].set(sign * self.radius.astype(dtype))
+        return _nan_through(jnp.zeros(self.shape, dtype).at[i].set(sign * self.radius.astype(dtype)), direction)
 
     def project(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         return _project_l1(x.astype(dtype), self.radius.astype(dtype))
 
     def contains(self, x: Float[Array, " d"], atol: float = 1e-8) -> Any:
+        x = _arg(self, "contains", "x", x)
         return jnp.sum(jnp.abs(x)) <= self.radius + atol
 
     @property
@@ -192,10 +212,10 @@ def _log_newton_root(log_a: Array, log_mu: Array, p: Array, iterations: int) -> 
 class LpBall(_AbstractNormBall):
     """The l_p ball ``K = {x in R^d : ||x||_p <= radius}``, ``1 < p < inf``.
 
-    lmo (closed form, spec paper001.md §4.2): with ``q = p / (p - 1)`` and ``u = |d| / max|d|``,
-    ``v = -radius sign(d) u^(q-1) / ||u||_q^(q-1)``, so ``||v||_p = radius`` and ``<d, v> = -radius
-    ||d||_q``; the normalisation by ``max|d|`` keeps it finite for p near 1 (q huge). A zero direction
-    gives ``radius * e_0``. O(d).
+    lmo (the standard closed form; not stated in Wan and Zhang): with ``q = p / (p - 1)`` and
+    ``u = |d| / max|d|``, ``v = -radius sign(d) u^(q-1) / ||u||_q^(q-1)``, so ``||v||_p = radius`` and
+    ``<d, v> = -radius ||d||_q``; the normalisation by ``max|d|`` keeps it finite for p near 1 (q huge). A zero
+    direction gives ``radius * e_0``. O(d).
 
     project: no closed form. For ``||y||_p > r`` the KKT conditions give ``x_i = sign(y_i) w_i`` with
     ``w_i + mu w_i^(p-1) = |y_i|`` (mu = p * the multiplier) and ``sum_i w_i^p = r^p``. ocokit bisects
@@ -209,7 +229,7 @@ class LpBall(_AbstractNormBall):
 
     Geometry: ``diameter = 2 radius d^max(0, 1/2 - 1/p)``, ``inner_radius = radius d^min(0, 1/2 - 1/p)``,
     ``center = 0``. For ``p in (1, 2]`` K is an ``alpha_K``-strongly convex set w.r.t. l2 (paper 001,
-    Def. 3; Garber and Hazan 2015, Cor. 1; spec paper001.md §4.1) with
+    Def. 3 and the example after it, citing Garber and Hazan 2015, Cor. 1) with
     ``alpha_K = (p - 1) d^(1/2 - 1/p) / radius`` (:attr:`strong_convexity`); for ``p > 2`` the boundary
     is flat at ``± radius e_i`` and K is not strongly convex (:attr:`strong_convexity` is 0).
 
@@ -245,6 +265,7 @@ class LpBall(_AbstractNormBall):
         return jnp.where(self.p <= 2, alpha, jnp.zeros_like(alpha))
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
+        direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)
         p = self.p.astype(dtype)
         q = p / (p - 1)
@@ -255,9 +276,10 @@ class LpBall(_AbstractNormBall):
         norm = jnp.sum(u**q) ** ((q - 1) / q)  # ||u||_q^(q-1) >= 1 when top > 0
         r = self.radius.astype(dtype)
         v = -r * jnp.sign(direction) * powered / jnp.where(top > 0, norm, 1)
-        return jnp.where(top > 0, v, r * _first_basis(self.shape, dtype))
+        return _nan_through(jnp.where(top > 0, v, r * _first_basis(self.shape, dtype)), direction)
 
     def project(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         x = x.astype(dtype)
         p, r = self.p.astype(dtype), self.radius.astype(dtype)
@@ -289,6 +311,7 @@ class LpBall(_AbstractNormBall):
         return jnp.where(inside, x, jnp.sign(x) * w)
 
     def contains(self, x: Float[Array, " d"], atol: float = 1e-8) -> Any:
+        x = _arg(self, "contains", "x", x)
         return _lp_norm(x, self.p) <= self.radius + atol
 
     @property

@@ -6,7 +6,9 @@ import abc
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import optax
 from jaxtyping import Array, Float
 
 
@@ -29,6 +31,13 @@ class AbstractSet(eqx.Module):
       starting point.
     * ``scaled(s)``: the set ``center + s (K - center)`` (the shrunk set ``(1 - delta/r) K`` of bandit
       methods), of the same class.
+    * Inputs: ``lmo``, ``warm_lmo``, ``project`` and ``contains`` take exactly one point or direction of
+      ``shape`` with a real dtype; anything else is a one-line ``ValueError`` naming the set, the method,
+      the expected and the received shape, raised when the call is traced (static shapes: no cost in
+      compiled code). A batch goes through ``jax.vmap``, never implicit broadcasting.
+    * Non-finite inputs: a direction with a NaN or infinite entry gives an ``lmo`` vertex with NaN entries
+      (never a finite vertex, so the engine's non-finite guard names the round); ``project`` of a point
+      with a NaN entry has NaN entries; ``contains`` of it is False.
     """
 
     @property
@@ -78,3 +87,12 @@ class AbstractSet(eqx.Module):
         """Inner iterations spent by the last ``warm_lmo`` call (1 for closed-form oracles)."""
         del state
         return jnp.asarray(1, dtype=jnp.int32)
+
+
+def simplex_projection(v: Array, r: Array) -> Array:
+    """Euclidean projection of ``v`` onto ``{x >= 0, sum(x) = r}`` in ``v``'s dtype (the sort-based algorithm of
+    Duchi, Shalev-Shwartz, Singer and Chandra, "Efficient projections onto the l1-ball for learning in high
+    dimensions", ICML 2008, through ``optax.projections.projection_simplex``, which promotes float32 under x64
+    and mixes integer and float arrays internally: run under standard promotion whatever the caller's)."""
+    with jax.numpy_dtype_promotion("standard"):
+        return optax.projections.projection_simplex(v, r).astype(v.dtype)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.sets._balls import _check_scale, _dtype_of, _float_leaf
+from ocokit.sets._balls import _arg, _check_scale, _dtype_of, _float_leaf, _nan_through
 from ocokit.sets._base import AbstractSet
 
 
@@ -53,15 +54,19 @@ class Box(AbstractSet):
         return self.lower.shape
 
     def lmo(self, direction):
+        direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)
-        return jnp.where(direction > 0, self.lower.astype(dtype), self.upper.astype(dtype))
+        return _nan_through(jnp.where(direction > 0, self.lower.astype(dtype), self.upper.astype(dtype)), direction)
 
     def project(self, x):
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         lower, upper = self.lower.astype(dtype), self.upper.astype(dtype)
         return optax.projections.projection_box(x.astype(dtype), lower, upper)
 
     def contains(self, x, atol: float = 1e-8):
+        x = _arg(self, "contains", "x", x)
+        x = x.astype(np.promote_types(x.dtype, self.lower.dtype))  # compared in the wider of the two dtypes
         return jnp.all((x >= self.lower - atol) & (x <= self.upper + atol))
 
     @property

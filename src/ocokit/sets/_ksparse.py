@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.sets._balls import _check_scale, _dtype_of, _float_leaf
+from ocokit.sets._balls import _arg, _check_scale, _dtype_of, _float_leaf, _nan_through
 from ocokit.sets._base import AbstractSet
 
 
@@ -24,7 +24,7 @@ def _capped_mass(a_sorted: Array, prefix: Array, theta: Array, tau: Array) -> Ar
 
     def g(t):
         below = jnp.searchsorted(a_sorted, t, side="right")  # how many a_i <= t
-        return (prefix[-1] - prefix[below]) - t * (d - below)
+        return (prefix[-1] - prefix[below]) - t * (d - below).astype(prefix.dtype)
 
     return g(theta) - g(theta + tau)
 
@@ -87,14 +87,16 @@ class KSparsePolytope(AbstractSet):
         return (self.dim,)
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
+        direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)
         k = min(self.K, self.dim)
         top = jnp.argsort(-jnp.abs(direction), stable=True)[:k]  # largest |d_i|, lowest index on ties
         tau = self.tau.astype(dtype)
         signs = jnp.where(direction[top] > 0, -tau, tau)
-        return jnp.zeros(self.shape, dtype).at[top].set(signs)
+        return _nan_through(jnp.zeros(self.shape, dtype).at[top].set(signs), direction)
 
     def project(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         x = x.astype(dtype)
         tau = self.tau.astype(dtype)
@@ -119,6 +121,7 @@ class KSparsePolytope(AbstractSet):
         return jnp.where(inside, jnp.sign(x) * clipped, on_boundary)
 
     def contains(self, x: Float[Array, " d"], atol: float = 1e-8) -> Any:
+        x = _arg(self, "contains", "x", x)
         a = jnp.abs(x)
         return jnp.all(a <= self.tau + atol) & (jnp.sum(a) <= self.K * self.tau + atol)
 

@@ -1,4 +1,8 @@
-"""The nuclear-norm (trace-norm) ball of m x n matrices, with a warm-started Lanczos LMO."""
+"""The nuclear-norm (trace-norm) ball of m x n matrices, with a warm-started Lanczos LMO.
+
+Reference: Y. Wan and L. Zhang, "Projection-free Online Learning over Strongly Convex Sets", AAAI 2021
+(arXiv:2010.08177), Section 1 (the trace-norm ball as the motivating set whose LMO needs only the top singular pair).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.sets._balls import _check_scale, _dtype_of, _first_basis, _float_leaf, _project_l1
+from ocokit.sets._balls import _arg, _check_scale, _dtype_of, _first_basis, _float_leaf, _nan_through, _project_l1
 from ocokit.sets._base import AbstractSet
 
 
@@ -61,7 +65,8 @@ class NuclearNormBall(AbstractSet):
     project: full SVD, then the l1-ball projection of the singular values (sort-based, O(s log s));
     O(m n min(m, n)). contains: the sum of the singular values (an SVD). Geometry: ``diameter = 2
     radius`` (Frobenius), ``inner_radius = radius / sqrt(min(m, n))`` (a Frobenius ball; ``||X||_* <=
-    sqrt(rank) ||X||_F``), ``center = 0``. Not a strongly convex set (spec paper001.md §4.1).
+    sqrt(rank) ||X||_F``), ``center = 0``. Not a strongly convex set in the sense of Wan and Zhang's Definition 3
+    (the trace-norm ball is the Schatten-1 ball), so only their general-set results apply.
 
     Args:
         shape: ``(m, n)``, the matrix shape (static).
@@ -136,11 +141,13 @@ class NuclearNormBall(AbstractSet):
         return state.iterations
 
     def lmo(self, direction: Float[Array, "m n"]) -> Float[Array, "m n"]:
+        direction = _arg(self, "lmo", "direction", direction)
         return self.warm_lmo(direction, self.lmo_init())[0]
 
     def warm_lmo(
         self, direction: Float[Array, "m n"], state: _NuclearLMOState
     ) -> tuple[Float[Array, "m n"], _NuclearLMOState]:
+        direction = _arg(self, "warm_lmo", "direction", direction)
         dtype = _dtype_of(direction)
         G = direction.astype(dtype)
         scale = jnp.max(jnp.abs(G))
@@ -151,7 +158,7 @@ class NuclearNormBall(AbstractSet):
         u = Gv / jnp.where(sigma > 0, sigma, 1).astype(dtype)
         r = self.radius.astype(dtype)
         vertex = jnp.where(sigma > 0, -r * jnp.outer(u, v), r * _first_basis(self.shape, dtype))
-        return vertex, _NuclearLMOState(v.astype(state.v.dtype), steps)
+        return _nan_through(vertex, direction), _NuclearLMOState(v.astype(state.v.dtype), steps)
 
     def _top_right_vector(self, G: Array, inv_scale: Array, v0: Array) -> tuple[Array, Array]:
         """Restarted Lanczos on ``A = G_hat^T G_hat`` (``G_hat = G * inv_scale``) from ``v0``.
@@ -166,7 +173,7 @@ class NuclearNormBall(AbstractSet):
         v0 = jnp.where((norm0 > 0) & jnp.isfinite(norm0), v0 / jnp.where(norm0 > 0, norm0, 1), cold)
         # sigma_1^2 >= ||G||_F^2 / min(m, n): a converged Ritz value below it is not the top one.
         lower_bound = jnp.sum(jnp.square(G * inv_scale)) / min(self.m, self.n) * (1 - 1e-3)
-        idx = jnp.arange(k)
+        idx = jnp.arange(k, dtype=jnp.int32)
 
         def fresh_basis(start):
             return jnp.zeros((self.n, k), dtype).at[:, 0].set(start)
@@ -212,6 +219,7 @@ class NuclearNormBall(AbstractSet):
     # ------------------------------------------------------------------------------------ the rest
 
     def project(self, x: Float[Array, "m n"]) -> Float[Array, "m n"]:
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         x = x.astype(dtype)
         r = self.radius.astype(dtype)
@@ -220,6 +228,7 @@ class NuclearNormBall(AbstractSet):
         return jnp.where(jnp.sum(s) <= r, x, (U * s_proj[None, :]) @ Vt)
 
     def contains(self, x: Float[Array, "m n"], atol: float = 1e-8) -> Any:
+        x = _arg(self, "contains", "x", x)
         return jnp.sum(jnp.linalg.svd(x, compute_uv=False)) <= self.radius + atol
 
     @property

@@ -8,12 +8,11 @@ from typing import Any
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.sets._balls import _check_scale, _dtype_of, _float_leaf
-from ocokit.sets._base import AbstractSet
+from ocokit.sets._balls import _arg, _check_scale, _dtype_of, _float_leaf, _nan_through
+from ocokit.sets._base import AbstractSet, simplex_projection
 
 
 class Simplex(AbstractSet):
@@ -88,23 +87,26 @@ class Simplex(AbstractSet):
         return 1 / (self.dim + math.sqrt(self.dim)) if self.capped else 1 / self.dim
 
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
+        direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)
         i = jnp.argmin(direction)
         r, o = self.radius.astype(dtype), self.offset.astype(dtype)
         mass = r if not self.capped else jnp.where(direction[i] < 0, r, jnp.zeros((), dtype))
-        return jnp.full(self.shape, o, dtype).at[i].add(mass)
+        return _nan_through(jnp.full(self.shape, o, dtype).at[i].add(mass), direction)
 
     def project(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
+        x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         r, o = self.radius.astype(dtype), self.offset.astype(dtype)
         z = x.astype(dtype) - o
-        on_simplex = optax.projections.projection_simplex(z, r).astype(dtype)  # optax promotes f32 under x64
+        on_simplex = simplex_projection(z, r)
         if self.capped:
             clipped = jnp.maximum(z, 0)
             on_simplex = jnp.where(jnp.sum(clipped) <= r, clipped, on_simplex)
         return on_simplex + o
 
     def contains(self, x: Float[Array, " d"], atol: float = 1e-8) -> Any:
+        x = _arg(self, "contains", "x", x)
         z = x - self.offset
         mass = jnp.sum(z)
         total = mass <= self.radius + atol if self.capped else jnp.abs(mass - self.radius) <= atol

@@ -4,30 +4,39 @@ An :class:`Experiment` declares its name, paper, typed :class:`Option` s, algori
 ``study(experiment, ctx) -> Outcome``: a :class:`Comparison` (algorithms x seeds, common random numbers, each
 seed's comparators computed once for all algorithms) or a sweep over T, a problem parameter or a window (a
 function of the paper module that asks ``ctx.cells`` for stored runs and fits :func:`exponent`). The harness
-parses the options once, stores one Parquet file per run keyed by its configuration and skips stored ones,
-draws the figures, checks the claims and writes ``summary.json`` (with T, seeds and options: ``plot`` redraws
-from disk, computing nothing).
+parses the options once, computes the missing runs in units on an executor (:mod:`ocokit.executors`: in
+process, or on a Ray cluster), stores one Parquet file per run keyed by the content of its configuration
+(:mod:`ocokit.results`) and skips stored ones, draws the figures, checks the claims and writes
+``summary.json`` (with T, seeds, options, the data folder and the provenance: ``plot`` redraws from disk,
+computing nothing). The paper modules of :mod:`ocokit.experiments` declare their experiments with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
 from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import comparators, sweep, with_comparators
+from ocokit.engine import Trajectory, comparators, sweep, with_comparators
+from ocokit.executors import AbstractExecutor, Local
 from ocokit.plotting import band_figure
-from ocokit.results import atomic_write_json, load_records, run_path, save_records
+from ocokit.results import (
+    CorruptRunError,
+    atomic_write_json,
+    check_writable_folder,
+    load_records,
+    provenance,
+    run_path,
+    save_records,
+)
 
 Summary = dict[str, dict[str, Any]]
 """Per algorithm label: ``{metric: {"mean": float, "std": float}, "note": str, ...}``."""
@@ -187,24 +196,76 @@ class Context:
     raw: dict[str, str]
     progress: Progress
     compute: bool = True
+    executor: AbstractExecutor = dataclasses.field(default_factory=Local)
+    reuse_across_versions: bool = False
     new: int = 0
     skipped: int = 0
 
-    def cells(self, label: str, configs: Mapping[Any, dict], compute: Callable[[list], Mapping[Any, Records]]):
-        """The stored runs of ``configs`` (key -> configuration), running the missing ones with ``compute``."""
-        paths = {k: run_path(self.out, self.experiment.name, label, c) for k, c in configs.items()}
-        missing = [k for k, p in paths.items() if not p.exists()]
+    def cells(
+        self,
+        label: str,
+        configs: Mapping[Any, dict],
+        compute: Callable[[list], Mapping[Any, Records]],
+        unit: int | None = None,
+    ) -> dict[Any, Records]:
+        """The stored runs of ``configs`` (key -> configuration), running the missing ones with ``compute``.
+
+        The missing keys are split into units of ``unit`` keys (``None``: one unit), each computed by
+        ``compute(keys) -> {key: (columns, metadata)}`` on the executor; each unit's runs are stored as it
+        completes, so an interrupted command keeps every finished unit. A stored run is read back and validated
+        before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows) counts as
+        missing and is recomputed, its file replaced atomically (read only, ``compute=False``: an error naming it).
+        """
+        name, reuse = self.experiment.name, self.reuse_across_versions
+        paths = {k: run_path(self.out, name, label, c, reuse_across_versions=reuse) for k, c in configs.items()}
+        stored: dict[Any, Records] = {}
+        missing, corrupt = [], {}
+        for k, p in paths.items():
+            try:
+                stored[k] = load_records(p)
+            except FileNotFoundError:
+                missing.append(k)
+            except CorruptRunError as err:
+                if not self.compute:
+                    raise ValueError(f"{err}; run the experiment again to recompute it") from None
+                missing.append(k)
+                corrupt[k] = p
         if missing and not self.compute:
-            raise ValueError(f"runs of {self.experiment.name!r} are not stored under {self.out}; run it first")
+            raise ValueError(
+                f"{len(missing)} of {len(paths)} runs of {name!r} ({label}) are not stored under {self.out} "
+                f"(the first: {paths[missing[0]]}); run it first"
+            )
+        for k in corrupt:  # recomputed now, so stored under this version's key
+            paths[k] = run_path(self.out, name, label, configs[k])
         self.progress.start(label, len(paths))
         self.progress.advance(label, len(paths) - len(missing))
-        if missing:
-            for k, (columns, meta) in compute(missing).items():
-                save_records(paths[k], columns, {"algorithm": label, **configs[k],
-                                                 "experiment": self.experiment.name, **meta})  # fmt: skip
-            self.progress.advance(label, len(missing))
+        size = unit or max(len(missing), 1)
+        units = [missing[i : i + size] for i in range(0, len(missing), size)]
+        for _, done in self.executor.map(compute, units):
+            for k, (columns, meta) in done.items():
+                save_records(paths[k], columns, {"algorithm": label, **configs[k], "experiment": name, **meta})
+                if k in corrupt and corrupt[k] != paths[k]:  # a damaged run of another version: superseded
+                    corrupt[k].unlink(missing_ok=True)
+            self.progress.advance(label, len(done))
         self.new, self.skipped = self.new + len(missing), self.skipped + len(paths) - len(missing)
-        return {k: load_records(p) for k, p in paths.items()}
+        return {k: stored[k] if k in stored else load_records(p) for k, p in paths.items()}
+
+
+def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], **kwargs) -> tuple[Trajectory, float]:
+    """``sweep(learner, problem, T, seeds, **kwargs)`` and its wall time per round of one run."""
+    tic = time.perf_counter()
+    traj = sweep(learner, problem, T, list(seeds), **kwargs)
+    traj.loss.block_until_ready()
+    return traj, (time.perf_counter() - tic) / (T * len(seeds))
+
+
+def round_columns(traj: Trajectory, i: int) -> dict[str, np.ndarray]:
+    """Run ``i``'s per-round columns: ``t``, ``loss``, each constraint ``g1..gN`` and the scalar diagnostics."""
+    T, cons = traj.loss.shape[-1], np.asarray(traj.constraints[i])
+    cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss[i])}
+    cols.update({f"g{n + 1}": cons[:, n] for n in range(cons.shape[1])})
+    diag = {f"diag_{k}": np.asarray(v[i]) for k, v in traj.diagnostics.items()}
+    return cols | {k: v for k, v in diag.items() if v.ndim == 1}
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -232,27 +293,62 @@ class Experiment:
             raise ValueError(f"unknown options {sorted(set(raw) - set(valid))} for {self.name}; valid: {valid}")
         return {o.name: o.parse(str(raw[o.name])) if o.name in raw else o.default for o in self.options}
 
-    def run(self, *, T, seeds, out, data_dir=None, options=None, progress=None, compute=True) -> Report:
-        """Run (skipping runs stored in ``out``), write ``out/summary.json`` and the figures."""
+    def run(
+        self,
+        *,
+        T: int,
+        seeds: int,
+        out: Path | str,
+        data_dir: Path | None = None,
+        options: Mapping[str, str] | None = None,
+        progress: Progress | None = None,
+        compute: bool = True,
+        executor: AbstractExecutor | None = None,
+        reuse_across_versions: bool = False,
+    ) -> Report:
+        """Run (skipping runs stored in ``out``), write ``out/summary.json`` and the figures.
+
+        ``executor`` (default :class:`ocokit.executors.Local`) computes the missing runs, e.g.
+        ``ocokit.executors.Ray(address="auto")`` on a cluster; the driver stores every run. A stored run is
+        reused only if made by the same ocokit, jax and equinox versions, unless ``reuse_across_versions``.
+        ``out`` must be a folder this process can write in (or one it can create): checked before computing.
+        """
         _checks.positive_int("T", T)
         _checks.positive_int("seeds", seeds)
-        raw, out = dict(options or {}), Path(out)
-        ctx = Context(self, T, seeds, out, data_dir, self.parse_options(raw), raw, progress or Progress(), compute)
+        raw, out, progress, executor = dict(options or {}), Path(out), progress or Progress(), executor or Local()
+        opts, reuse = self.parse_options(raw), reuse_across_versions
+        check_writable_folder(out, "out")
+        ctx = Context(self, T, seeds, out, data_dir, opts, raw, progress, compute, executor, reuse)
         outcome = self.study(self, ctx)
-        drawn = [_draw(f, out / f"{self.name}{f.suffix}.png") for f in outcome.figures]
-        figure = next((p for p in drawn if p is not None), None)
+        figure = self._draw_all(outcome, out)
         report = Report(self.name, outcome.summary, self.check_claims(outcome.summary), figure, ctx.skipped, ctx.new)
-        stored = {**report.to_json(), "T": T, "seeds": seeds, "options": raw, **outcome.extra}
+        data = None if data_dir is None else str(Path(data_dir).resolve())
+        stored = {**report.to_json(), "T": T, "seeds": seeds, "options": raw, "data_dir": data, **outcome.extra}
+        stored["provenance"] = provenance()
         atomic_write_json(out / "summary.json", stored)
         return report
 
     def plot(self, out: Path) -> Path:
-        """Redraw the figures and summary from the runs stored under ``out`` (computes nothing)."""
-        stored = json.loads((Path(out) / "summary.json").read_text())
-        report = self.run(T=stored["T"], seeds=stored["seeds"], out=out, options=stored["options"], compute=False)
-        if report.figure is None:
+        """Redraw the figures from the runs stored under ``out``; returns the first figure's path.
+
+        Read only: the sizes, options and data folder come from ``out/summary.json``, every run from the store
+        (of any library version), and nothing but the figures is written (``summary.json`` and the runs are
+        left byte for byte). A run that is not stored, or cannot be read back, is an error naming it.
+        """
+        out = Path(out)
+        stored = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        T, seeds, raw, data = stored["T"], stored["seeds"], dict(stored["options"]), stored.get("data_dir")
+        ctx = Context(self, T, seeds, out, data, self.parse_options(raw), raw, Progress(), compute=False,
+                      reuse_across_versions=True)  # fmt: skip
+        figure = self._draw_all(self.study(self, ctx), out)
+        if figure is None:
             raise ValueError(f"no figure for the runs stored under {out}")
-        return report.figure
+        return figure
+
+    def _draw_all(self, outcome: Outcome, out: Path) -> Path | None:
+        """Draw every figure of ``outcome`` into ``out``; the first drawn (``None``: none)."""
+        drawn = [_draw(f, out / f"{self.name}{f.suffix}.png") for f in outcome.figures]
+        return next((p for p in drawn if p is not None), None)
 
     def check_claims(self, summary: Summary) -> list[ClaimResult]:
         """Evaluate every claim; a claim whose inputs are missing reports that instead of failing."""
@@ -271,11 +367,6 @@ def _draw(figure: Figure, path: Path) -> Path | None:
         return None
     panels = figure.panels if figure.panels is not None else list(next(iter(figure.curves.values())))
     return band_figure(figure.curves, panels, path, **figure.kwargs)
-
-
-def stat(values) -> dict[str, float]:
-    """Mean and standard deviation."""
-    return {"mean": float(np.mean(values)), "std": float(np.std(values))}
 
 
 def final(summary: Summary, algorithm: str, metric: str) -> float:
@@ -338,33 +429,20 @@ class Comparison:
             if algo.make is None:
                 continue
             learner = algo.make(info)
-            base = {"algorithm": algo.label, "learner": eqx.tree_pformat(learner, short_arrays=False),
-                    "problem": eqx.tree_pformat(problem), "options": ctx.raw, "T": T}  # fmt: skip
+            base = {"algorithm": algo.label, "learner": learner, "problem": problem, "options": ctx.raw, "T": T}
 
             def compute(missing, learner=learner):
-                done = {}
-                for start in range(0, len(missing), self.chunk_size):
-                    chunk = missing[start : start + self.chunk_size]
-                    tic = time.perf_counter()
-                    traj = sweep(learner, problem, T, chunk, chunk_size=self.chunk_size, comparators=False)
-                    traj.loss.block_until_ready()
-                    seconds = (time.perf_counter() - tic) / (T * len(chunk))
-                    traj = with_comparators(traj, self._comparators(problem, T, chunk, env))
-                    per_round = metrics.available_metrics(traj)
-                    for i, s in enumerate(chunk):
-                        cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss[i])}
-                        cons = np.asarray(traj.constraints[i])
-                        cols.update({f"g{n + 1}": cons[:, n] for n in range(cons.shape[1])})
-                        diag = {f"diag_{k}": np.asarray(v[i]) for k, v in traj.diagnostics.items()}
-                        cols.update({k: v for k, v in diag.items() if v.ndim == 1})
-                        cols.update({k: v[i] for k, v in per_round.items()})
-                        done[s] = cols, {"wall_seconds_per_round": seconds}
-                return done
+                traj, seconds = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
+                traj = with_comparators(traj, self._comparators(problem, T, missing, env))
+                per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
+                return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
+                        for i, s in enumerate(missing)}  # fmt: skip
 
-            records = list(ctx.cells(algo.label, {s: {**base, "seed": s} for s in range(ctx.seeds)}, compute).values())
+            configs = {s: {**base, "seed": s} for s in range(ctx.seeds)}
+            records = list(ctx.cells(algo.label, configs, compute, unit=self.chunk_size).values())
             names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
             curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
-            summary[algo.label] = {k: stat(v[:, -1]) for k, v in curves[algo.label].items()}
+            summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
             seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
             summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
         title = f"{exp.title} ({exp.paper}, T = {T})"
@@ -377,16 +455,6 @@ class Comparison:
             fresh = comparators(problem, T, todo, chunk_size=self.chunk_size)
             cache.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
         return {k: jnp.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
-
-
-def quartiles(values) -> dict[str, float]:
-    """Mean, std, median and quartiles of the finite entries (nan if none)."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return dict.fromkeys(("mean", "std", "median", "q25", "q75"), math.nan)
-    q25, q50, q75 = np.percentile(v, [25, 50, 75])
-    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(q50), "q25": float(q25), "q75": float(q75)}
 
 
 _REGISTRY: dict[str, Experiment] = {}

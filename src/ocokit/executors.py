@@ -1,0 +1,308 @@
+"""Executors: where the experiment harness computes its units of work (in process, or on a Ray cluster).
+
+A *unit* is one compiled sweep (an algorithm and a chunk of seeds, say), sized to take seconds to minutes.
+The harness asks an executor to ``map`` a picklable function over its units and stores each result as it
+arrives; workers never write to the store, so a local run, a Ray run and any mix of them produce the same
+files and resume each other.
+
+* :class:`Local` computes the units one after another in this process (the default).
+* :class:`Ray` sends them to a Ray cluster: a local one started on first use (every core of this machine,
+  each worker's BLAS and XLA threads pinned to its share), or an existing one (``address="auto"`` or
+  ``"ray://host:port"``). A worker killed mid-unit (SIGKILL, a lost node, out of memory) is retried by
+  Ray up to ``max_retries`` times; an exception raised by the function itself is deterministic, is not
+  retried, and ends the map with a one-line :class:`UnitError` naming the unit, after every unit that did
+  finish has been yielded (so the caller stored it).
+
+The Ray executor needs the optional ``ray`` extra (``pip install "ocokit[ray]"``) and imports it lazily.
+
+References: P. Moritz et al., "Ray: A Distributed Framework for Emerging AI Applications", OSDI 2018
+(tasks, lineage-based re-execution of failed tasks).
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib.util
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+RAY_MISSING = 'the Ray executor needs the ray extra: pip install "ocokit[ray]"'
+"""The one-line message raised when :class:`Ray` is constructed without Ray installed."""
+
+NAMES = ("local", "ray")
+"""The executor names accepted by :func:`get` (and by ``ocokit run --executor``)."""
+
+# The JAX options a worker copies from the driver before it unpickles the function, so that its arrays
+# (float64 under ``jax_enable_x64``) and its numbers are the driver's.
+_JAX_OPTIONS = (
+    "jax_enable_x64",
+    "jax_numpy_rank_promotion",
+    "jax_numpy_dtype_promotion",
+    "jax_default_matmul_precision",
+)
+# Also copied when the cluster is this machine: the persistent compilation cache, shared by the workers.
+_JAX_LOCAL_OPTIONS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+)
+
+
+class UnitError(RuntimeError):
+    """A unit of work failed: raised by :meth:`Ray.map` with one line naming the unit and the cause.
+
+    Attributes: ``unit`` (the unit that failed) and ``cause`` (the original exception when it could be
+    recovered, else ``None``).
+    """
+
+    def __init__(self, unit: Any, message: str, cause: BaseException | None = None):
+        super().__init__(f"unit {unit!r} failed: {message}")
+        self.unit, self.cause = unit, cause
+
+
+class AbstractExecutor(abc.ABC):
+    """Computes ``fn(unit)`` for every unit, yielding ``(unit, result)`` pairs as the units complete.
+
+    Contract of :meth:`map`: every unit appears exactly once, in completion order (not submission order);
+    ``fn`` and the units must be picklable (cloudpickle: closures over equinox modules are fine) and ``fn``
+    must be deterministic, since a unit may be computed more than once when a worker dies. If a unit fails,
+    the units that finished are yielded first and the failure is raised after them.
+    """
+
+    @abc.abstractmethod
+    def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(unit, fn(unit))`` for each unit, as each one completes."""
+
+    @property
+    @abc.abstractmethod
+    def workers(self) -> int:
+        """How many units run at once (1 for :class:`Local`; the cluster's slots for :class:`Ray`)."""
+
+    def describe(self) -> str:
+        """One line for the progress display, e.g. ``ray (8 workers)``."""
+        return f"{type(self).__name__.lower()} ({self.workers} worker{'s' if self.workers != 1 else ''})"
+
+
+class Local(AbstractExecutor):
+    """The default executor: computes the units one after another in this process.
+
+    An exception raised by ``fn`` propagates unchanged (after the units before it were yielded).
+
+    Example:
+        >>> from ocokit.executors import Local
+        >>> list(Local().map(lambda u: u * u, [1, 2, 3]))
+        [(1, 1), (2, 4), (3, 9)]
+    """
+
+    def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(unit, fn(unit))`` in the order of ``units`` (which is also their completion order)."""
+        for unit in units:
+            yield unit, fn(unit)
+
+    @property
+    def workers(self) -> int:
+        """Always 1."""
+        return 1
+
+
+class Ray(AbstractExecutor):
+    """Runs the units as Ray tasks, on a local Ray started on first use or on an existing cluster.
+
+    Args:
+        address: ``None`` starts Ray on this machine with all its cores (or joins the Ray already
+            initialised in this process); ``"auto"`` joins the cluster this node belongs to (``ray start``);
+            ``"ray://host:port"`` connects through Ray Client.
+        max_workers: at most this many units in flight (``None``: twice the cluster's slots, so no worker
+            waits for the driver between units).
+        max_retries: times a unit is re-run after its worker died (killed, out of memory, node lost);
+            exceptions raised by the function itself are never retried.
+        num_cpus_per_task: CPUs Ray reserves per unit; each worker's OpenMP and BLAS thread pools are pinned
+            to this many threads (and with 1, XLA's Eigen pool too: ``--xla_cpu_multi_thread_eigen=false``).
+        num_gpus_per_task: GPUs per unit (fractions share a GPU); ``None`` asks for 1 when JAX's CUDA
+            plugin is installed here and the cluster has GPUs, else 0.
+        runtime_env: extra Ray runtime environment for the tasks (``pip``, ``py_modules``, ``env_vars``...),
+            merged with the thread-pinning variables.
+        init_kwargs: extra arguments for ``ray.init`` (``num_cpus``, ``object_store_memory``...).
+
+    Raises ``ImportError`` (one line: how to install the extra) when Ray is not installed.
+
+    References: P. Moritz et al., "Ray: A Distributed Framework for Emerging AI Applications", OSDI 2018.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        max_workers: int | None = None,
+        max_retries: int = 3,
+        num_cpus_per_task: float = 1,
+        num_gpus_per_task: float | None = None,
+        runtime_env: dict[str, Any] | None = None,
+        init_kwargs: dict[str, Any] | None = None,
+    ):
+        try:
+            import ray
+        except ImportError:
+            raise ImportError(RAY_MISSING) from None
+        if address is not None and (not isinstance(address, str) or not address):
+            raise ValueError(f"address must be None, 'auto' or 'ray://host:port', got {address!r}")
+        if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(max_workers, int)):
+            raise ValueError(f"max_workers must be None or an integer >= 1, got {max_workers!r}")
+        if max_workers is not None and max_workers < 1:
+            raise ValueError(f"max_workers must be None or an integer >= 1, got {max_workers!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        if not num_cpus_per_task > 0:
+            raise ValueError(f"num_cpus_per_task must be > 0, got {num_cpus_per_task!r}")
+        if num_gpus_per_task is not None and not num_gpus_per_task >= 0:
+            raise ValueError(f"num_gpus_per_task must be None or >= 0, got {num_gpus_per_task!r}")
+        self._ray = ray
+        self.address, self.max_workers, self.max_retries = address, max_workers, max_retries
+        self.num_cpus_per_task, self.num_gpus_per_task = num_cpus_per_task, num_gpus_per_task
+        self.runtime_env, self.init_kwargs = dict(runtime_env or {}), dict(init_kwargs or {})
+        self._started = False
+
+    def __repr__(self) -> str:
+        return f"Ray(address={self.address!r}, max_workers={self.max_workers}, max_retries={self.max_retries})"
+
+    def _connect(self) -> None:
+        ray = self._ray
+        if ray.is_initialized():
+            return
+        kwargs = {"include_dashboard": False, **self.init_kwargs}
+        if self.address is not None:
+            kwargs["address"] = self.address
+            kwargs.pop("include_dashboard")
+        with warnings.catch_warnings():
+            # ray.init starts its processes with fork+exec, which JAX's at-fork hook cannot tell from a bare fork.
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+            ray.init(**kwargs)
+        self._started = True
+
+    def close(self) -> None:
+        """Shut down the Ray this executor started (a cluster it joined is left running)."""
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started = False
+
+    def __enter__(self) -> Ray:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _gpus(self) -> float:
+        if self.num_gpus_per_task is not None:
+            return float(self.num_gpus_per_task)
+        cuda = any(importlib.util.find_spec(m) is not None for m in ("jax_cuda12_plugin", "jax_cuda13_plugin"))
+        return 1.0 if cuda and self._ray.cluster_resources().get("GPU", 0) > 0 else 0.0
+
+    @property
+    def workers(self) -> int:
+        """Units the cluster runs at once: its CPUs over ``num_cpus_per_task``, capped by ``max_workers``."""
+        self._connect()
+        slots = max(int(self._ray.cluster_resources().get("CPU", 1) // self.num_cpus_per_task), 1)
+        return slots if self.max_workers is None else min(slots, self.max_workers)
+
+    def _task_options(self) -> dict[str, Any]:
+        threads = str(max(int(self.num_cpus_per_task), 1))
+        env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+        if threads == "1":  # XLA's CPU matrix products on the calling thread (the driver's flags kept)
+            env["XLA_FLAGS"] = "${XLA_FLAGS} --xla_cpu_multi_thread_eigen=false"
+        gpus = self._gpus()
+        if gpus > 0:
+            env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # units sharing a GPU must not each take 75% of it
+        runtime_env = {**self.runtime_env, "env_vars": {**env, **self.runtime_env.get("env_vars", {})}}
+        return {
+            "num_cpus": self.num_cpus_per_task,
+            "num_gpus": gpus,
+            "max_retries": self.max_retries,
+            "retry_exceptions": False,
+            "runtime_env": runtime_env,
+        }
+
+    def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(unit, fn(unit))`` as units complete on the cluster; :class:`UnitError` if one fails.
+
+        At most ``max_workers`` units are in flight. After a failure no further unit is submitted; the
+        units already submitted are awaited and yielded, then the first failure is raised.
+        """
+        import cloudpickle
+        import jax
+
+        ray = self._ray
+        self._connect()
+        options = _JAX_OPTIONS + (_JAX_LOCAL_OPTIONS if self.address is None else ())
+        config = {name: getattr(jax.config, name) for name in options}
+        payload = ray.put(cloudpickle.dumps(fn))
+        task = ray.remote(_run_unit).options(**self._task_options())
+        window = self.max_workers or 2 * self.workers
+        todo, pending, failure = iter(units), {}, None
+        try:
+            while True:
+                while failure is None and len(pending) < window:
+                    unit = next(todo, _DONE)
+                    if unit is _DONE:
+                        break
+                    pending[task.remote(payload, unit, config)] = unit
+                if not pending:
+                    break
+                (ref,), _ = ray.wait(list(pending), num_returns=1)
+                unit = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as err:  # the function raised, or its worker died more than max_retries times
+                    failure = failure or _unit_error(ray, unit, err, self.max_retries)
+                    continue
+                yield unit, result
+        finally:  # the caller stopped early (an error while storing, Ctrl-C): nothing keeps running for it
+            for ref in pending:
+                ray.cancel(ref)
+        if failure is not None:
+            raise failure
+
+
+_DONE = object()
+
+
+def _run_unit(payload: bytes, unit: Any, config: dict[str, Any]) -> Any:
+    """A Ray task: copy the driver's JAX options, then unpickle the function (its arrays) and call it."""
+    import cloudpickle
+    import jax
+
+    for name, value in config.items():
+        jax.config.update(name, value)
+    return cloudpickle.loads(payload)(unit)
+
+
+def _worker_lost(ray: Any) -> tuple[type, ...]:
+    return (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.OutOfMemoryError)
+
+
+def _unit_error(ray: Any, unit: Any, err: Exception, retries: int) -> UnitError:
+    """One line naming the unit and the cause (the original exception when Ray kept it)."""
+    if isinstance(err, ray.exceptions.RayTaskError):
+        cause = err.cause if isinstance(err.cause, BaseException) else None
+        text = f"{type(cause).__name__}: {cause}" if cause is not None else str(err)
+    elif isinstance(err, _worker_lost(ray)):
+        cause, text = err, f"its worker died {retries + 1} times ({type(err).__name__})"
+    else:
+        cause, text = err, f"{type(err).__name__}: {err}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(err).__name__)
+    return UnitError(unit, first, cause)
+
+
+def get(name: str, address: str | None = None, max_workers: int | None = None) -> AbstractExecutor:
+    """The executor called ``name`` (``local`` or ``ray``), as ``ocokit run --executor`` builds it.
+
+    ``address`` and ``max_workers`` apply to ``ray`` only; given with ``local`` they raise ``ValueError``.
+    """
+    if name not in NAMES:
+        raise ValueError(f"--executor must be one of {list(NAMES)}, got {name!r}")
+    if max_workers is not None and max_workers < 1:
+        raise ValueError(f"--max-workers must be an integer >= 1, got {max_workers}")
+    if name == "local":
+        if address is not None or max_workers is not None:
+            raise ValueError("--address and --max-workers need --executor ray")
+        return Local()
+    return Ray(address=address, max_workers=max_workers)

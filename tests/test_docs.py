@@ -1,0 +1,200 @@
+"""The documentation site: a real ``mkdocs build --strict``, its pages, and a look at it in headless Chromium.
+
+The site is built once per session into a temporary folder. Every registered learner and experiment must have
+its page, every public name its anchor in the API reference, and the built pages must render (css and js
+served, navigation, math typeset by MathJax, figures loaded) in a real browser: Debian's ``chromium`` driven by
+playwright (never playwright's own browser download). The browser part is skipped only if
+``/usr/bin/chromium`` is missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-6000:]}"
+    return out
+
+
+def _learners() -> list[str]:
+    import ocokit.algorithms as algorithms
+
+    return [
+        n
+        for n in algorithms.__all__
+        if inspect.isclass(getattr(algorithms, n))
+        and issubclass(getattr(algorithms, n), algorithms.AbstractLearner)
+        and not inspect.isabstract(getattr(algorithms, n))
+    ]
+
+
+def _public_api() -> dict[str, list[str]]:
+    """Per public module: ``ocokit``, each subpackage of ``ocokit.__all__`` and ``ocokit.experiments``."""
+    import ocokit
+
+    modules = ["ocokit", *(f"ocokit.{n}" for n in ocokit.__all__ if inspect.ismodule(getattr(ocokit, n)))]
+    modules.append("ocokit.experiments")
+    names = {}
+    for name in modules:
+        module = importlib.import_module(name)
+        if hasattr(module, "__all__"):
+            names[name] = [n for n in module.__all__ if not inspect.ismodule(getattr(module, n))]
+        else:
+            names[name] = [
+                n
+                for n, obj in vars(module).items()
+                if not n.startswith("_") and not inspect.ismodule(obj) and getattr(obj, "__module__", None) == name
+            ]
+    return names
+
+
+def _anchors(site: Path) -> set[str]:
+    found = set()
+    for page in site.rglob("*.html"):
+        found |= set(re.findall(r'id="(ocokit[^"]*)"', page.read_text()))
+    return found
+
+
+def test_entry_pages_exist(site):
+    for page in ["index.html", "architecture/index.html", "contributing/index.html", "api/index.html"]:
+        assert (site / page).is_file(), page
+    assert (site / "javascripts" / "mathjax" / "tex-svg.js").stat().st_size > 100_000  # served, not fetched
+
+
+def test_every_learner_has_a_page(site):
+    learners = _learners()
+    assert len(learners) >= 20
+    for name in learners:
+        html = (site / "algorithms" / name / "index.html").read_text()
+        assert f'id="ocokit.algorithms.{name}"' in html, name  # its reference is rendered there
+        assert "from_theory" in html and "feedback" in html, name
+
+
+def _paper_experiments() -> list[str]:
+    """The library's registered experiments (other test modules register small ones of their own, paper "tests")."""
+    import ocokit.experiments as registry
+
+    return [name for name in registry.names() if registry.get(name).paper != "tests"]
+
+
+def test_every_experiment_has_a_page_with_its_claims(site):
+    import ocokit.experiments as registry
+
+    assert len(_paper_experiments()) >= 10
+    for name in _paper_experiments():
+        html = (site / "experiments" / name / "index.html").read_text()
+        assert f"ocokit run {name}" in html, name
+        for claim in registry.get(name).claims:
+            assert claim.statement.split()[0] in html, (name, claim.statement)
+
+
+def test_every_public_name_is_in_the_api_reference(site):
+    anchors = _anchors(site)
+    missing = [f"{m}.{n}" for m, names in _public_api().items() for n in names if f"{m}.{n}" not in anchors]
+    assert not missing, f"not in the API reference: {missing}"
+
+
+def test_committed_figures_are_small_and_belong_to_registered_experiments():
+
+    figures = sorted((ROOT / "docs" / "figures").glob("*.png"))
+    assert figures
+    for png in figures:
+        assert png.stat().st_size < 150_000, png.name
+        assert png.stem in _paper_experiments(), png.name
+        record = json.loads(png.with_suffix(".json").read_text())
+        assert record["T"] >= 1 and record["seeds"] >= 1
+
+
+def test_tutorials_are_in_the_site(site):
+    pages = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
+    assert len(pages) >= 5
+    for page in pages:
+        assert (site / "tutorials" / page.stem / "index.html").is_file(), page.name
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install -y chromium)")
+def test_pages_render_in_headless_chromium(server, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (docs extra)")
+    failures: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+            page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
+            for path, shot, math in [
+                ("/", "entry.png", True),
+                ("/algorithms/COLDQ/", "algorithm.png", True),
+                ("/experiments/time-varying-regression/", "experiment.png", False),
+            ]:
+                page.goto(server + path, wait_until="networkidle")
+                # Material's stylesheet applied and the navigation drawn.
+                assert page.locator("nav.md-nav--primary").count() >= 1, path
+                header = page.evaluate("getComputedStyle(document.querySelector('.md-header')).position")
+                assert header in ("sticky", "fixed"), (path, header)
+                if math:  # MathJax (served by the site) typeset the page's math as SVG, with no TeX error
+                    page.wait_for_selector(".arithmatex mjx-container svg", timeout=20_000)
+                    assert page.locator("mjx-merror").count() == 0, path
+                else:  # the experiment's committed figure loaded (a real image, not a broken link)
+                    width = page.evaluate("document.querySelector('img[src*=\"figures/\"]').naturalWidth")
+                    assert width > 100, path
+                    page.locator("img[src*='figures/']").scroll_into_view_if_needed()
+                assert page.locator("pre code").count() >= 1, path  # code blocks rendered
+                page.screenshot(path=str(tmp_path / shot), full_page=False)
+        finally:
+            browser.close()
+    assert not failures, failures
+    for shot in ["entry.png", "algorithm.png", "experiment.png"]:
+        assert (tmp_path / shot).stat().st_size > 10_000, shot
