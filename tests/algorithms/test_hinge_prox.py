@@ -264,6 +264,7 @@ def test_auto_dispatch_uses_declared_structure_and_agrees_with_the_jacobian_read
         loss=lambda d, x: jnp.sum(x**2),
         constraints=lambda d, x: d["A"] @ x - d["b"],
         data=jax.tree.map(lambda a: a[None], data),
+        constraint_structure="general",
     )
     assert resolve_solver(undeclared.constraint_structure, undeclared.domain, "auto") == "smooth"
     args = (jnp.full(4, -3.0), 1.0, jnp.full(4, 2.0), jnp.array([50.0, 50.0]))

@@ -7,6 +7,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.extend.core as jex
 import jax.numpy as jnp
 import numpy as np
 
@@ -29,6 +30,10 @@ class CustomProblem(AbstractProblem):
         data: per-round data stacked along a leading axis.
         sampler: ``sampler(key, t) -> data`` for a random environment.
         constants: known constants (:class:`ProblemConstants`) for theory-driven learner parameters.
+        constraint_structure: ``"auto"`` (default) declares ``"affine"`` when the constraints' Jacobian provably
+            does not depend on x (its traced computation reads no x: exact, never a numerical guess; a
+            piecewise-linear ``max`` is not affine), else ``"general"``; or give ``"affine"`` / ``"general"``.
+            Solvers use it: COLDQ's per-round hinge prox is a closed-form dual for affine constraints.
 
     Example:
         >>> import jax.numpy as jnp, ocokit
@@ -49,8 +54,15 @@ class CustomProblem(AbstractProblem):
     data: Any
     n_constraints: int = eqx.field(static=True)
     known_constants: ProblemConstants
+    structure: str = eqx.field(static=True)
 
-    def __init__(self, *, domain, loss, constraints=None, data=None, sampler=None, constants=None):
+    def __init__(
+        self, *, domain, loss, constraints=None, data=None, sampler=None, constants=None, constraint_structure="auto"
+    ):
+        if constraint_structure not in ("auto", "affine", "general"):
+            raise ValueError(
+                f"constraint_structure must be one of ['auto', 'affine', 'general'], got {constraint_structure!r}"
+            )
         if not isinstance(domain, AbstractSet):
             raise ValueError(f"domain must be an ocokit set (ocokit.sets), got {type(domain).__name__}")
         if (data is None) == (sampler is None):
@@ -78,6 +90,15 @@ class CustomProblem(AbstractProblem):
                 raise ValueError(f"constraints(data, x) must return a vector (N,), got shape {shape}")
             self.n_constraints = int(np.prod(shape)) if shape else 1
         _checks.nonnegative("num_constraints", self.n_constraints)
+        if constraint_structure == "auto":
+            affine = constraints is not None and _jacobian_reads_no_x(constraints, example, x0)
+            constraint_structure = "affine" if affine else "general"
+        self.structure = constraint_structure
+
+    @property
+    def constraint_structure(self) -> str:  # type: ignore[override]
+        """``"affine"`` or ``"general"``: given, or found by ``constraint_structure="auto"`` (class doc)."""
+        return self.structure
 
     def _example_data(self):
         if self.sampler is not None:
@@ -104,3 +125,16 @@ class CustomProblem(AbstractProblem):
 
     def constants(self) -> ProblemConstants:
         return self.known_constants
+
+
+def _jacobian_reads_no_x(fn: Callable[[Any, Any], Any], data: Any, x: Any) -> bool:
+    """Whether the traced Jacobian of ``fn(data, .)`` at ``x`` has no data path from ``x``: then it is the same
+    at every x and ``fn`` is affine in x. Conservative (a primitive with any x-dependent input counts as
+    x-dependent), so it never calls a non-affine function affine."""
+    x = jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x, float))
+    jaxpr = jax.make_jaxpr(lambda data, x: jax.jacfwd(lambda y: jnp.ravel(fn(data, y)))(x))(data, x).jaxpr
+    tainted = {jaxpr.invars[-1]}  # x (the data's leaves come first and may flow into the Jacobian)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, jex.Var) and v in tainted for v in eqn.invars):
+            tainted.update(eqn.outvars)
+    return not any(isinstance(v, jex.Var) and v in tainted for v in jaxpr.outvars)
