@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,9 @@ def executor(request, env):
         for name, value in auth.items():
             patch.setenv(name, value)
         env.update(auth)
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
+        with warnings.catch_warnings():  # fork+exec of Ray's processes, after JAX started its threads: harmless
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+            ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
         try:
             yield ["--executor", "ray", "--address", ray.get_runtime_context().gcs_address]
         finally:
