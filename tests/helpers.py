@@ -105,3 +105,24 @@ def quadratic_problem(dim: int = 3, n_rounds: int = 40, seed: int = 0) -> ocokit
         constraints=lambda c, x: jnp.array([jnp.sum(x) - 0.5]),
         data=centers,
     )
+
+
+def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int = 10) -> None:
+    """Register once a tiny experiment of the tests' own: OGD at two step sizes on a 3-d time-varying regression
+    (the command line, the store and the executors are tested on it, not on any one paper's algorithm)."""
+    from ocokit import experiments
+    from ocokit.algorithms import OGD
+    from ocokit.problems import TimeVaryingRegression
+
+    if name in experiments.names():
+        return
+    study = experiments.Comparison(
+        make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3), chunk_size=chunk_size
+    )
+    algorithms = [
+        experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
+        experiments.Algorithm(slow_label, lambda info: OGD(eta=0.01)),
+    ]
+    experiments.register(
+        experiments.Experiment(name=name, paper="tests", title=f"{name} test", study=study, algorithms=algorithms)
+    )

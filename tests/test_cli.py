@@ -10,25 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ocokit import cli, experiments
-from ocokit.algorithms import OGD
-from ocokit.problems import TimeVaryingRegression
+
+from .helpers import register_two_ogd
 
 runner = CliRunner()
 
 # A tiny experiment of the test's own, so these tests exercise the command line, not any one algorithm.
-if "cli-smoke" not in experiments.names():
-    experiments.register(
-        experiments.Experiment(
-            name="cli-smoke",
-            paper="tests",
-            title="command-line smoke test",
-            study=experiments.Comparison(make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3)),
-            algorithms=[
-                experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
-                experiments.Algorithm("OGD-slow", lambda info: OGD(eta=0.01)),
-            ],
-        )
-    )
+register_two_ogd("cli-smoke")
 
 
 def test_run_then_skip_then_plot_and_report(tmp_path):

@@ -21,9 +21,11 @@ from typer.testing import CliRunner
 
 from ocokit import cli, executors, experiments
 from ocokit.algorithms import OGD
-from ocokit.problems import CustomProblem, TimeVaryingRegression
+from ocokit.problems import CustomProblem
 from ocokit.results import load_records
 from ocokit.sets import Box
+
+from .helpers import register_two_ogd
 
 pytestmark = pytest.mark.ray
 
@@ -46,21 +48,7 @@ if "executors-nonfinite" not in experiments.names():
             algorithms=[experiments.Algorithm("OGD", lambda info: OGD(eta=0.05))],
         )
     )
-if "executors-smoke" not in experiments.names():
-    experiments.register(
-        experiments.Experiment(
-            name="executors-smoke",
-            paper="tests",
-            title="executors smoke test",
-            study=experiments.Comparison(
-                make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3), chunk_size=1
-            ),
-            algorithms=[
-                experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
-                experiments.Algorithm("OGD-slow", lambda info: OGD(eta=0.01)),
-            ],
-        )
-    )
+register_two_ogd("executors-smoke", chunk_size=1)
 
 
 @pytest.fixture(scope="module")

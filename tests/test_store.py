@@ -20,9 +20,10 @@ import pytest
 import ocokit
 from ocokit import experiments, results
 from ocokit.algorithms import OGD
-from ocokit.problems import JobScheduling, TimeVaryingRegression
+from ocokit.problems import JobScheduling
 
 from .golden.generate import numbers
+from .helpers import register_two_ogd
 
 LABELS = ("OGD", "SC OFW/TVC", "truncated Gaussian, two-point")  # a slash, spaces, a comma: URI-encoded folders
 
@@ -135,19 +136,7 @@ def test_temporaries_of_dead_writers_are_removed(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == sorted([live.name, "part-e.parquet"])
 
 
-if "store-smoke" not in experiments.names():
-    experiments.register(
-        experiments.Experiment(
-            name="store-smoke",
-            paper="tests",
-            title="store smoke test",
-            study=experiments.Comparison(make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3)),
-            algorithms=[
-                experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
-                experiments.Algorithm("OGD slow/0.01", lambda info: OGD(eta=0.01)),
-            ],
-        )
-    )
+register_two_ogd("store-smoke", slow_label="OGD slow/0.01")  # a label that needs escaping in a folder name
 
 
 def test_group_by_over_the_dataset_reproduces_the_summary(tmp_path):
