@@ -11,7 +11,8 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
 * ``ocokit.run`` per round vs today's main (the engine of commit ``OLD_ENGINE``, loaded from git into this
   process, the rest of the library shared), OGD and COLDQ (Table 3): >= 3x faster.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
-* ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan.
+* ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan. ``Session`` is also
+  timed as it was at ``OLD_ENGINE`` and at ``OLD_SESSION`` (those engines loaded from git), in this process.
 """
 
 from __future__ import annotations
@@ -36,20 +37,22 @@ from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
 OLD_ENGINE = "dd5d91d"
 """Today's main when the block-drawn engine was written: its ``src/ocokit/engine.py`` is the baseline."""
+OLD_SESSION = "6df185a"
+"""The engine before the Session's one-vector round (the program returns ``[f_t, g_t, bad, x_{t+1}]``)."""
 
 
-def old_engine() -> types.ModuleType | None:
-    """``ocokit.engine`` as of :data:`OLD_ENGINE` (from this checkout's git), or ``None`` if unavailable."""
+def old_engine(commit: str = OLD_ENGINE) -> types.ModuleType | None:
+    """``ocokit.engine`` as of ``commit`` (from this checkout's git), or ``None`` if unavailable."""
     root = Path(__file__).resolve().parents[1]
     try:
         source = subprocess.run(
-            ["git", "show", f"{OLD_ENGINE}:src/ocokit/engine.py"], cwd=root, capture_output=True, text=True, check=True
+            ["git", "show", f"{commit}:src/ocokit/engine.py"], cwd=root, capture_output=True, text=True, check=True
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    module = types.ModuleType("ocokit_old_engine")
+    module = types.ModuleType(f"ocokit_engine_{commit}")
     sys.modules[module.__name__] = module  # dataclasses (equinox modules) look their module up
-    exec(compile(source, f"{OLD_ENGINE}:src/ocokit/engine.py", "exec"), module.__dict__)
+    exec(compile(source, f"{commit}:src/ocokit/engine.py", "exec"), module.__dict__)
     return module
 
 
@@ -144,8 +147,8 @@ def main() -> None:
     datas = jax.vmap(lambda s: problem.round_data(None, jax.random.fold_in(env_key, s), s))(jnp.arange(1, R + 1))
     host = [jax.tree.map(lambda a, i=i: np.asarray(a[i]), datas) for i in range(R)]
 
-    def stepped():
-        session = ocokit.Session(learner, problem, horizon=R, key=0)
+    def stepped(engine=ocokit.engine):
+        session = engine.Session(learner, problem, horizon=R, key=0)
         for data in host:
             session.decide()
             session.observe(data)
@@ -153,7 +156,10 @@ def main() -> None:
     def burst():
         ocokit.Session(learner, problem, horizon=R, key=0).observe_many(datas)
 
-    ts = best_of({"session": stepped, "observe_many": burst}, max(1, args.repeats // 2))
+    sessions = {"session": stepped, "observe_many": burst}
+    before = {"old session": old, f"session {OLD_SESSION}": old_engine(OLD_SESSION)}
+    sessions |= {name: lambda e=e: stepped(e) for name, e in before.items() if e is not None}
+    ts = best_of(sessions, args.repeats)
 
     us = lambda seconds, rounds=T: f"{1e6 * seconds / rounds:.2f} us/round"  # noqa: E731
     print(f"problem: TimeVaryingRegression(dim=10), learner: OGD, T = {T}, device: {jax.devices()[0].platform}")
@@ -180,7 +186,11 @@ def main() -> None:
     print(f"    grid {t['grid'] * 1e3:.1f} ms ({side * side} runs; each seed's rounds drawn once for the grid)")
     scan_round = t["run"] / T
     print(f"Session per round vs the scan:           {ts['session'] / R / scan_round:6.1f}x  (target <= 5x)")
-    print(f"    {us(ts['session'], R)} over {R} rounds (decide + observe, data from the host)")
+    print(f"    {us(ts['session'], R)} over {R} rounds (decide + observe, data from the host)", end="")
+    for name, commit in (("old session", OLD_ENGINE), (f"session {OLD_SESSION}", OLD_SESSION)):
+        if name in ts:
+            print(f"; {ts[name] / ts['session']:.2f}x faster than at {commit}", end="")
+    print()
     print(f"observe_many vs the scan:                {ts['observe_many'] / R / scan_round:6.2f}x  (target <= 1.5x)")
     print(f"    {us(ts['observe_many'], R)} ({R} rounds in one burst, compiled scan)")
 

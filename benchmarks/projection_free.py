@@ -9,7 +9,11 @@ appear only beside them. Targets (issue 4):
 2. OFW-TVC's time per round against projected OGD's (exact projection by full SVD every round), both on
    :class:`ocokit.problems.OnlineMatrixCompletion`;
 3. OFW-TVC's time per round against one elementwise pass over the m x n matrix (``X * a + b``, jitted):
-   how close it runs to the memory-traffic floor.
+   the elementwise passes per round, estimated as round time / pass time (issue 14: <= 12), and
+   the share of the round spent drawing ``P_t`` (issue 14: <= 20%; timed alone, drawn and summed once);
+4. against today's main (``OLD``: its ``NuclearNormBall`` loaded from git into this process, and its
+   threefry draw of ``P_t``, pinned below): OFW-TVC's round, the draw of ``P_t`` and the warm LMO call,
+   old time / new time.
 
 The ratings are MovieLens-100k when found (``--data`` or ``OCOKIT_DATA`` or ``../shared/data``), else a
 synthetic low-rank matrix of the same size and density.
@@ -19,13 +23,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import time
+import types
 from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -35,6 +43,42 @@ from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings  
 from ocokit.sets import NuclearNormBall  # noqa: E402
 
 M, N = 943, 1682
+OLD = "6df185a"
+"""Today's main before the fast matrix rounds (issue 14): its ``src/ocokit/sets/_nuclear.py`` is the old LMO."""
+
+
+def old_nuclear() -> types.ModuleType | None:
+    """``ocokit.sets._nuclear`` as of :data:`OLD` (from this checkout's git), or ``None`` if unavailable."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{OLD}:src/ocokit/sets/_nuclear.py"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType("ocokit_old_nuclear")
+    sys.modules[module.__name__] = module  # dataclasses (equinox modules) look their module up
+    exec(compile(source, f"{OLD}:src/ocokit/sets/_nuclear.py", "exec"), module.__dict__)
+    return module
+
+
+class ThreefryDraw(OnlineMatrixCompletion):
+    """The problem with :data:`OLD`'s draw of ``P_t``: threefry uniform float32 numbers, cast (pinned here)."""
+
+    def round_data(self, episode, key, t):
+        k_entries, k_p = jax.random.split(key)
+        PT = jax.random.uniform(k_p, self.shape, jnp.float32, minval=-1.0, maxval=1.0).astype(self.ratings.dtype)
+        data = {"PT": PT}
+        if self.sampling != "all":
+            data["index"] = jax.random.randint(k_entries, (self.batch_size,), 0, self.ratings.shape[0])
+        return data
+
+
+def old_problem(rat, problem: OnlineMatrixCompletion, old: types.ModuleType) -> OnlineMatrixCompletion:
+    """``problem`` as :data:`OLD` ran it: the threefry draw and the old ``NuclearNormBall``."""
+    kwargs = {"radius": problem.rho, "sampling": problem.sampling, "batch_size": problem.batch_size}
+    ball = old.NuclearNormBall(problem.shape, problem.rho)
+    return eqx.tree_at(lambda p: p.domain, ThreefryDraw(rat, **kwargs), ball)
 
 
 def best_of(fn, repeats: int) -> float:
@@ -46,6 +90,21 @@ def best_of(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - tic)
     return min(times)
+
+
+def best_of_each(fns: dict, repeats: int, inner: dict | None = None) -> dict[str, float]:
+    """The fastest call of each function, the candidates interleaved (``inner[name]`` calls per turn)."""
+    inner = inner or {}
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            for _ in range(inner.get(name, 1)):
+                tic = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - tic)
+    return best
 
 
 def fmt(seconds: float) -> str:
@@ -77,21 +136,29 @@ def gradient_sequence(steps: int, seed: int = 0) -> np.ndarray:
     return np.stack(out)
 
 
-def lmo_vs_svd(steps: int, repeats: int) -> None:
-    K = NuclearNormBall((M, N), radius=1e4)
+def lmo_vs_svd(steps: int, repeats: int, old: types.ModuleType | None) -> None:
     Gs = jnp.asarray(gradient_sequence(steps + 1))
 
-    @jax.jit
-    def warm_run(Gs):
-        def body(state, G):
-            V, state = K.warm_lmo(G, state)
-            return state, (jnp.vdot(G, V), K.lmo_calls(state))
+    def warm_run_of(K):
+        @jax.jit
+        def warm_run(Gs):
+            def body(state, G):
+                V, state = K.warm_lmo(G, state)
+                return state, (jnp.vdot(G, V), K.lmo_calls(state))
 
-        _, out = jax.lax.scan(body, K.lmo_init(), Gs)
-        return out
+            _, out = jax.lax.scan(body, K.lmo_init(), Gs)
+            return out
 
+        return warm_run
+
+    warm_run = warm_run_of(NuclearNormBall((M, N), radius=1e4))
     values, iters = warm_run(Gs)
-    warm = best_of(lambda: jax.block_until_ready(warm_run(Gs)), repeats) / (steps + 1)
+    fns = {"new": lambda: jax.block_until_ready(warm_run(Gs))}
+    if old is not None:
+        old_run = warm_run_of(old.NuclearNormBall((M, N), radius=1e4))
+        fns["old"] = lambda: jax.block_until_ready(old_run(Gs))
+    t = best_of_each(fns, repeats)
+    warm = t["new"] / (steps + 1)
     # one SVD per call, as an exact LMO would need (the top pair from a full SVD of G)
     svd_times, exact = [], []
     for G in np.asarray(Gs[:: max(1, (steps + 1) // 3)]):
@@ -109,39 +176,58 @@ def lmo_vs_svd(steps: int, repeats: int) -> None:
         f"first (cold) {int(iters[0])}"
     )
     print(f"    max relative error of <G, V> vs -radius sigma_1(G): {rel:.1e}  (target <= 1e-6)")
+    if old is not None:
+        old_call = t["old"] / (steps + 1)
+        print(f"    vs today's main ({OLD}): {old_call / warm:.2f}x faster per call   [old {fmt(old_call)}]")
 
 
-def per_round(learner, problem, T: int, repeats: int) -> float:
-    def go():
-        ocokit.run(learner, problem, T, 0).loss.block_until_ready()
-
-    return best_of(go, repeats) / T
+def run_of(learner, problem, T: int):
+    """One timed run: ``T`` rounds of ``learner`` on ``problem`` (no comparators), blocked on."""
+    return lambda: ocokit.run(learner, problem, T, 0, comparators=False).loss.block_until_ready()
 
 
-def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int) -> None:
+def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int, old) -> None:
     rat, source = ratings(data)
     problem = OnlineMatrixCompletion(rat, radius=1e4)
-    tvc = per_round(OFWTVC.from_theory(ProblemInfo.of(problem, T)), problem, T, repeats)
-    ogd = per_round(OGD(eta=1.0), problem, T_ogd, max(1, repeats - 1))
-    print(f"(2) OFW-TVC vs projected OGD (full SVD projection each round), OnlineMatrixCompletion on {source}")
-    print(f"    OGD / OFW-TVC time per round: {ogd / tvc:.1f}x   [OFW-TVC {fmt(tvc)}, OGD {fmt(ogd)} per round]")
-
+    learner = OFWTVC.from_theory(ProblemInfo.of(problem, T))
     X = jnp.asarray(np.random.default_rng(1).standard_normal((M, N)))
     axpb = jax.jit(lambda X, a, b: X * a + b)
-    floor = best_of(lambda: axpb(X, 1.0001, 0.5).block_until_ready(), 20 * repeats)
+    fns = {
+        "pass": lambda: axpb(X, 1.0001, 0.5).block_until_ready(),
+        "tvc": run_of(learner, problem, T),
+        "draw": draw_only(problem, T),
+    }
+    if old is not None:
+        before = old_problem(rat, problem, old)
+        fns |= {"old tvc": run_of(learner, before, T), "old draw": draw_only(before, T)}
+    t = best_of_each(fns, repeats, inner={"pass": 20})
+    floor, tvc, draw = t["pass"], t["tvc"] / T, t["draw"] / T
+    ogd = best_of(run_of(OGD(eta=1.0), problem, T_ogd), max(1, repeats - 1)) / T_ogd
+    print(f"(2) OFW-TVC vs projected OGD (full SVD projection each round), OnlineMatrixCompletion on {source}")
+    print(f"    (sampling={problem.sampling!r}, the problem's default)")
+    print(f"    OGD / OFW-TVC time per round: {ogd / tvc:.1f}x   [OFW-TVC {fmt(tvc)}, OGD {fmt(ogd)} per round]")
     print(
-        f"(3) OFW-TVC time per round / one elementwise pass X * a + b over {M} x {N} float64: "
-        f"{tvc / floor:.1f}x   [pass {fmt(floor)}]"
+        f"(3) OFW-TVC elementwise passes per round (estimated: round time / the time of one pass X * a + b over "
+        f"{M} x {N} float64): {tvc / floor:.1f}  (target <= 12)   [pass {fmt(floor)}, round {fmt(tvc)}]"
     )
-    draw = rounds_only(problem, T, repeats)
     print(
-        f"    of which drawing the round (the dense P_t, threefry): {draw / tvc:.0%} of OFW-TVC's round,"
-        f" {draw / floor:.1f} passes   [{fmt(draw)} per round]"
+        f"    drawing P_t (timed alone: drawn and summed once): {draw / tvc:.0%} of OFW-TVC's round, "
+        f"{draw / floor:.1f} passes  (target <= 20%)   [{fmt(draw)} per round]"
     )
+    if old is not None:
+        old_tvc, old_draw = t["old tvc"] / T, t["old draw"] / T
+        print(f"(4) vs today's main ({OLD}: threefry P_t, its LMO), in this process:")
+        print(
+            f"    OFW-TVC round {old_tvc / tvc:.2f}x faster ({old_tvc / floor:.1f} -> {tvc / floor:.1f} passes); "
+            f"drawing P_t {old_draw / draw:.1f}x faster ({old_draw / floor:.1f} -> {draw / floor:.1f} passes; "
+            f"{old_draw / old_tvc:.0%} -> {draw / tvc:.0%} of the round)"
+        )
+    else:
+        print(f"(4) today's main ({OLD}) not found in git: no comparison")
 
 
-def rounds_only(problem, T: int, repeats: int) -> float:
-    """Time per round of drawing the round data alone (what every learner's run pays before it acts)."""
+def draw_only(problem, T: int):
+    """One timed call drawing T rounds' data (what every learner's run pays before it acts), each summed once."""
     key = jax.random.PRNGKey(0)
 
     @jax.jit
@@ -152,7 +238,7 @@ def rounds_only(problem, T: int, repeats: int) -> float:
 
         return jax.lax.scan(body, 0.0, jnp.arange(1, T + 1))[0]
 
-    return best_of(lambda: draw_all(key).block_until_ready(), repeats) / T
+    return lambda: draw_all(key).block_until_ready()
 
 
 def main() -> None:
@@ -164,8 +250,10 @@ def main() -> None:
     parser.add_argument("--data", default=None, help="folder holding ml-100k/u.data")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, float64")
-    lmo_vs_svd(args.lmo_steps, args.repeats)
-    ofw_tvc_vs_ogd_and_floor(args.data, args.T, args.T_ogd, args.repeats)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    old = old_nuclear()
+    lmo_vs_svd(args.lmo_steps, args.repeats, old)
+    ofw_tvc_vs_ogd_and_floor(args.data, args.T, args.T_ogd, args.repeats, old)
 
 
 if __name__ == "__main__":

@@ -254,6 +254,7 @@ CASES: dict[type, Callable[[], list]] = {
     A.OFW: _ofw(A.OFW),
     A.OFWLineSearch: _ofw(A.OFWLineSearch),
     A.SCOFW: lambda: [(A.SCOFW(lam=1.0), OnlineQuadratic(Box(-1.0, 1.0, dim=3), lam=1.0))],
+    A.Constant: lambda: [(A.Constant(), TimeVaryingRegression(dim=3))],
     A.OGD: lambda: [
         (A.OGD(eta=0.01), TimeVaryingRegression()),
         (A.OGD(eta=0.5, decay="inverse_sqrt"), TimeVaryingRegression(dim=3)),

@@ -129,7 +129,12 @@ def _footprint(problem: AbstractProblem, T: int, env: bool) -> tuple[int, int]:
     key, t = jax.random.PRNGKey(0), jax.ShapeDtypeStruct((), jnp.int32)
     try:
         episode = jax.eval_shape(lambda k: problem.episode(k, T), key)
-        data = _nbytes(jax.eval_shape(lambda ep, t: problem.round_data(ep, key, t), episode, t)) if env else 0
+        data = 0
+        if env:  # only problems that define a comparator hold rounds' data for it
+            shape = jax.eval_shape(lambda ep, t: problem.round_data(ep, key, t), episode, t)
+            fixed = jax.eval_shape(lambda ep: problem.best_fixed(ep, key, T), episode)
+            optimum = jax.eval_shape(lambda ep, t: problem.round_optimum(problem.round_data(ep, key, t)), episode, t)
+            data = _nbytes(shape) if fixed is not None or optimum is not None else 0
     except Exception:  # a problem whose episode cannot be traced abstractly (host code): estimated without it
         episode, data = None, 0
     if cache_key is not None:
@@ -412,15 +417,9 @@ def _run(
     )
 
 
-def _run_grid(
-    learner: AbstractLearner,
-    problem: AbstractProblem,
-    T: int,
-    key: PRNGKeyArray,
-    record_decisions: bool,
-    comparators: bool = True,
-):
-    """A whole stacked grid of learners playing the same game: :func:`_run` vmapped over the grid axis.
+def _run_grid(learner: AbstractLearner, *game: Any) -> Trajectory:
+    """A whole stacked grid of learners playing the same game: :func:`_run` vmapped over the grid axis
+    (``game``: the rest of :func:`_run`'s arguments, passed through).
 
     Only what depends on a learner is batched: ``vmap`` leaves the environment's work (drawing the round
     data, the comparators) unbatched, so it is done once per round and shared by the grid, and it keeps
@@ -428,7 +427,7 @@ def _run_grid(
     ``lax.cond`` on it stays a real branch instead of running both sides.
     """
     params, static = eqx.partition(learner, eqx.is_array)
-    return jax.vmap(lambda p: _run(eqx.combine(p, static), problem, T, key, record_decisions, comparators))(params)
+    return jax.vmap(lambda p: _run(eqx.combine(p, static), *game))(params)
 
 
 _run_jit = eqx.filter_jit(_run)
@@ -618,10 +617,12 @@ class Session:
 
     Design: one compiled call per round. ``observe`` runs the round's loss, constraints, feedback and
     update *and the next decision* in a single program whose learner, problem and state stay on the
-    device; the host receives only the loss, the constraint values and three finiteness flags, in one
-    transfer, and the decision when ``decide()`` asks for it. ``observe_many`` runs the same round body in
-    a ``lax.scan`` over the burst (a burst of a new length compiles once). The programs are compiled once
-    per learner and problem structure, shared by every session of that structure (numbers are arguments).
+    device; the host receives one vector ``[f_t, g_t, bad, x_{t+1}]`` (``bad``: which of the loss, the
+    constraints and the decision was non-finite, or -1), in one transfer, which is also what the next
+    ``decide()`` returns. ``observe_many`` runs the same round body in a ``lax.scan`` over the burst (a burst
+    of a new length compiles once). The programs are compiled once per learner and problem structure,
+    shared by every session of that structure (numbers are arguments); the learner's, problem's and
+    state's arrays cross as flat lists of leaves (flattened once, at construction).
 
     Example:
         >>> import ocokit
@@ -648,7 +649,9 @@ class Session:
         except TypeError:  # a structure that cannot be hashed (a dict-valued static field): compiled for this session
             self._round, self._rounds = _session_programs.__wrapped__(static, params_def, self._state_def)
         self._x_host: np.ndarray | None = None
+        self._out: np.ndarray | None = None  # the last round's host vector [f_t, g_t, bad, x_{t+1}]
         self._n = problem.num_constraints
+        self._x_shape, self._x_dtype = tuple(self._x.shape), np.dtype(self._x.dtype)
         self.t = 0
 
     @property
@@ -659,17 +662,25 @@ class Session:
     def decide(self) -> np.ndarray:
         """The decision to play this round (the same until ``observe`` is called)."""
         if self._x_host is None:
-            self._x_host = np.asarray(self._x)
+            if self._out is None:  # before the first round, or after a burst
+                self._x_host = np.asarray(self._x)
+            else:  # x_{t+1} came with the last round's vector: no transfer
+                x = self._out[self._n + 2 :]
+                if x.dtype != self._x_dtype:
+                    x = x.astype(self._x_dtype)
+                self._x_host = x if x.shape == self._x_shape else x.reshape(self._x_shape)
         return self._x_host
 
     def observe(self, data: Any) -> dict[str, np.ndarray]:
         """Absorb this round's data; returns the loss and constraint values at the played point."""
-        self._state, self._history, self._x, report = self._round(
-            self._params, self._state, self._history, self._x, data
-        )
+        self._state, self._history, self._x, out = self._round(self._params, self._state, self._history, self._x, data)
+        self._out = out = np.asarray(out)  # [f_t, g_t (N), bad, x_{t+1}]: the round's one transfer
         self._x_host = None
         self.t += 1
-        return self._unpack(np.asarray(report)[None], self.t - 1, single=True)
+        n = self._n
+        if out[n + 1] >= 0:
+            raise NonFiniteError(f"non-finite {_QUANTITIES[int(out[n + 1])]} at round {self.t}")
+        return {"loss": out[0], "constraints": out[1 : n + 1]}
 
     def observe_many(self, datas: Any) -> dict[str, np.ndarray]:
         """Absorb a burst of n rounds at once, in one compiled scan; the same numbers as n ``observe`` calls.
@@ -683,20 +694,15 @@ class Session:
         self._state, self._history, self._x, reports = self._rounds(
             self._params, self._state, self._history, self._x, datas
         )
-        self._x_host = None
-        reports = np.asarray(reports)
+        self._x_host = self._out = None
+        reports = np.asarray(reports)  # one row [f_t, g_t (N), bad] per round
+        before, n = self.t, self._n
         self.t += reports.shape[0]
-        return self._unpack(reports, self.t - reports.shape[0], single=False)
-
-    def _unpack(self, reports: np.ndarray, before: int, single: bool) -> dict[str, np.ndarray]:
-        """Split the rounds' reports ``[loss, g_1..g_N, finite flags x 3]``; raise at the first bad round."""
-        if not reports[:, 1 + self._n :].all():  # a flag is 0
-            finite = reports[:, 1 + self._n :] == 1
-            i = int(np.flatnonzero(~finite.all(axis=1))[0])
-            what = _QUANTITIES[int(np.argmin(finite[i]))]
-            raise NonFiniteError(f"non-finite {what} at round {before + 1 + i}")
-        loss, cons = reports[:, 0], reports[:, 1 : 1 + self._n]
-        return {"loss": loss[0], "constraints": cons[0]} if single else {"loss": loss, "constraints": cons}
+        bad = np.flatnonzero(reports[:, n + 1] >= 0)
+        if bad.size:
+            i = int(bad[0])
+            raise NonFiniteError(f"non-finite {_QUANTITIES[int(reports[i, n + 1])]} at round {before + 1 + i}")
+        return {"loss": reports[:, 0], "constraints": reports[:, 1 : n + 1]}
 
 
 @eqx.filter_jit
@@ -730,20 +736,35 @@ def _session_programs(static, params_def, state_def):
 
     Looked up once per session (the structure is hashed here, not on every round) and shared by every
     session of that structure. The programs take the learner's and problem's arrays and the state as flat
-    lists of leaves, so a round is one fast-path ``jit`` dispatch with no Python pytree work.
+    lists of leaves, so a round is one fast-path ``jit`` dispatch with no Python pytree work. ``play``
+    returns the round's one host vector ``[f_t, g_t, bad, x_{t+1}]`` (:func:`_coded`), ``rounds`` one row
+    ``[f_t, g_t, bad]`` per round.
     """
 
-    def play(params, state, history, x, data):
+    def step(params, state, history, x, data):
         params, state = jax.tree.unflatten(params_def, params), jax.tree.unflatten(state_def, state)
         state, history, x, report = _session_play(static, params, state, history, x, data)
-        return jax.tree.leaves(state), history, x, report
+        return jax.tree.leaves(state), history, x, _coded(report)
+
+    def play(params, state, history, x, data):
+        state, history, x, report = step(params, state, history, x, data)
+        dtype = jnp.promote_types(report.dtype, x.dtype)  # wide enough for both: the host gets both exactly
+        return state, history, x, jnp.concatenate([report.astype(dtype), x.ravel().astype(dtype)])
 
     def rounds(params, state, history, x, datas):
         def body(carry, data):
-            *carry, report = play(params, *carry, data)
+            *carry, report = step(params, *carry, data)
             return tuple(carry), report
 
         (state, history, x), reports = jax.lax.scan(body, (state, history, x), datas)
         return state, history, x, reports
 
     return jax.jit(play), jax.jit(rounds)
+
+
+def _coded(report: Array) -> Array:
+    """A round's report ``[f_t, g_t, finite flags x 3]`` as ``[f_t, g_t, bad]``: ``bad`` indexes the first
+    non-finite quantity of ``_QUANTITIES`` (loss, constraints, decision), or is -1; the host reads one number."""
+    flags = report[-3:]
+    bad = jnp.where(jnp.all(flags == 1), -1, jnp.argmin(flags)).astype(report.dtype)
+    return jnp.concatenate([report[:-3], bad[None]])

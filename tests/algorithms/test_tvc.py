@@ -69,7 +69,7 @@ L2_FUNCTIONS = {
 
 def matrix_problem():
     ratings = synthetic_low_rank_ratings(5, 4, rank=2, n_obs=12, seed=3)
-    return OnlineMatrixCompletion(ratings, radius=3.0, lmo_tol=1e-13)
+    return OnlineMatrixCompletion(ratings, radius=3.0, sampling="entry", lmo_tol=1e-13)
 
 
 def _matrix_functions(problem):

@@ -4,12 +4,16 @@ import dataclasses
 import json
 import math
 
+import equinox as eqx
+import jax
 import numpy as np
 import pytest
 
 from ocokit import experiments, run
-from ocokit.algorithms import ProblemInfo
+from ocokit.algorithms import BFWTVC, OPDP, SCBFWTVC, ProblemInfo
 from ocokit.experiments import matrix_completion as mc
+from ocokit.experiments import matrix_completion_tuning as mc_tuning
+from ocokit.harness import choose
 from ocokit.problems import synthetic_low_rank_ratings
 
 from ..problems.test_matrix_completion import write_ratings
@@ -30,7 +34,7 @@ def _check_report(report, out, labels, T, seeds):
     assert summary["T"] == T and set(summary["algorithms"]) == set(labels)
     for label in labels:
         stats = summary["algorithms"][label]
-        assert stats["seeds"] == seeds and "x theory" in stats["note"]
+        assert stats["seeds"] == seeds and ("theor" in stats["note"] or label == mc.ZERO)
         for metric in ("cumulative_loss", "hard_violation"):
             assert math.isfinite(stats[metric]["mean"]) and stats[metric]["mean"] >= 0
     assert (out / f"{report.experiment}.png").read_bytes()[:4] == b"\x89PNG"
@@ -43,47 +47,51 @@ def test_movielens_experiment_on_real_data_at_tiny_T_skips_finished_runs(data_di
     exp = experiments.get("matrix-completion-movielens")
     out = tmp_path / "out"
     report = exp.run(T=3, seeds=2, out=out, data_dir=data_dir)
-    _check_report(report, out, ("OFW-TVC", "SCOFW-TVC", "OPDP", "LPM"), 3, 2)
-    assert report.new_runs == 8
+    _check_report(report, out, (mc.ZERO, "OFW-TVC", "SCOFW-TVC", "OPDP", "LPM"), 3, 2)
+    assert report.new_runs == 10
     # round 1 plays X_1 = 0 for every method: loss r^2 / 2 >= 1/2 for a MovieLens rating r in 1..5, g_1 = 0
     for label in report.summary:
         assert report.summary[label]["cumulative_loss"]["mean"] >= 0.5
     again = exp.run(T=3, seeds=2, out=out, data_dir=data_dir)
-    assert again.new_runs == 0 and again.skipped_runs == 8
+    assert again.new_runs == 0 and again.skipped_runs == 10
     assert again.summary["OFW-TVC"]["cumulative_loss"] == report.summary["OFW-TVC"]["cumulative_loss"]
 
 
 def test_filmtrust_experiment_runs_small(small_data, tmp_path):
     report = experiments.get("matrix-completion-filmtrust").run(T=8, seeds=2, out=tmp_path / "ft", data_dir=small_data)
-    _check_report(report, tmp_path / "ft", ("BFW-TVC", "SCBFW-TVC", "LBPM"), 8, 2)
+    _check_report(report, tmp_path / "ft", (mc.ZERO, "BFW-TVC", "SCBFW-TVC", "LBPM"), 8, 2)
 
 
 def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_path):
     movielens = mc.MATRIX_COMPLETION_MOVIELENS
-    exp = dataclasses.replace(movielens, title="tuning test", algorithms=movielens.algorithms[:1], claims=())
+    exp = dataclasses.replace(movielens, title="tuning test", algorithms=movielens.algorithms[:2], claims=())
     out = tmp_path / "tuned"
     report = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
     tuning = json.loads((out / "tuning.json").read_text())
     row = tuning["methods"]["OFW-TVC"]
     assert tuning["criterion"] == mc.CRITERION and tuning["seeds"] == [mc.TUNE_SEED_OFFSET]
-    assert row["grid"] == list(mc.GRID) and len(row["score"]) == len(mc.GRID)
-    scores = np.array([np.inf if s is None or np.isnan(s) else s for s in row["score"]])
-    np.testing.assert_allclose(scores[np.isfinite(scores)], (np.array(row["cumulative_loss"]) + row["ccv"])[
-        np.isfinite(scores)], rtol=1e-12)  # fmt: skip
-    assert row["chosen"] == mc.GRID[mc._best(scores)] and scores[mc.GRID.index(row["chosen"])] == scores.min()
-    assert f"beta = {row['chosen']:g} x theory (tuned now" in report.summary["OFW-TVC"]["note"]
+    assert row["grid"] == list(mc.GRID) and row["knob"] == "G"
+    loss, ccv = (np.array([np.nan if v is None else v for v in row[k]]) for k in ("cumulative_loss", "ccv"))
+    assert row["chosen"] == mc.GRID[choose(mc.GRID, loss, ccv)]
+    assert np.nanmin(loss) <= loss[mc.GRID.index(row["chosen"])] <= 1.01 * np.nanmin(loss)
+    zero = 5 * mc.zero_loss(mc.make_problem("movielens")(5, small_data, exp.parse_options()))
+    np.testing.assert_allclose(row["loss_vs_zero"], loss / zero, rtol=1e-12)
+    assert f"G = {row['chosen']:g} in the theorem's formulas (tuned now" in report.summary["OFW-TVC"]["note"]
     # each method's grid is stored as it finishes; a re-run reads it back and skips every run
     assert len(list((out / "tuning").glob("OFW-TVC-*.json"))) == 1
     again = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
     assert again.new_runs == 0 and json.loads((out / "tuning.json").read_text()) == tuning
 
 
-def test_tuning_picks_the_smallest_score_and_breaks_ties_toward_the_theory_value():
-    grid = np.array(mc.GRID)
-    assert grid[mc._best(np.arange(11.0))] == 1e-5  # a strict winner wins
-    assert grid[mc._best(np.full(11, 7.0))] == 1.0  # a knob the score ignores keeps its theory value
-    assert grid[mc._best(np.full(11, np.inf))] == 1.0  # every run diverged
-    assert grid[mc._best(np.r_[np.inf, 3.0, 2.0, 2.0, 2.0 * (1 + 1e-6), 5.0, 2.5, 9, 9, 9, 9])] == 1e-2
+def test_tuning_picks_the_smallest_loss_then_the_smallest_ccv_then_the_value_nearest_1():
+    grid, ccv = np.array(mc.GRID), np.zeros(11)
+    assert grid[choose(mc.GRID, np.arange(11.0) + 10, ccv)] == 1e-5  # a strict winner wins
+    assert grid[choose(mc.GRID, np.full(11, 7.0), ccv)] == 1.0  # a knob the score ignores: the value nearest 1
+    assert grid[choose(mc.GRID, np.full(11, np.nan), ccv)] == 1.0  # every run diverged
+    loss = np.r_[np.nan, 3.0, 2.0, 2.0, 2.01, 5.0, 2.5, 9, 9, 9, 9]  # 1e-3, 1e-2, 1e-1 within 1% of the least
+    assert grid[choose(mc.GRID, loss, ccv)] == 1e-1  # ties on loss and on CCV: the value nearest 1
+    assert grid[choose(mc.GRID, loss, np.r_[0, 0, 1, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-3  # CCV decides among near ties
+    assert grid[choose(mc.GRID, loss, np.r_[0, 0, 5, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-1
 
 
 def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
@@ -108,36 +116,79 @@ def _summary(values):
 
 def test_claims_compare_the_right_numbers():
     ml = {c.statement: c.check for c in experiments.get("matrix-completion-movielens").claims}
-    ofw_claim, sc_claim = ml.values()
+    learns, ofw_claim, sc_claim = ml.values()
     paper_like = _summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)})
     assert ofw_claim(paper_like)[1] and sc_claim(paper_like)[1]
+    assert learns(paper_like | _summary({mc.ZERO: (14, 0)}))[1]
+    measured, holds = learns(paper_like | _summary({mc.ZERO: (13, 0)}))
+    assert not holds and "OPDP 0.923" in measured
     assert not ofw_claim(_summary({"OFW-TVC": (10, 8), "SCOFW-TVC": (8, 6), "OPDP": (12, 9), "LPM": (11, 7)}))[1]
     assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (8, 4), "OPDP": (12, 9), "LPM": (11, 7)}))[1]
     assert not sc_claim(_summary({"OFW-TVC": (10, 5), "SCOFW-TVC": (11, 6), "OPDP": (12, 9), "LPM": (9, 7)}))[1]
-    (bandit,) = (c.check for c in experiments.get("matrix-completion-filmtrust").claims)
+    _, bandit = (c.check for c in experiments.get("matrix-completion-filmtrust").claims)
     assert bandit(_summary({"BFW-TVC": (1, 1), "SCBFW-TVC": (2, 2), "LBPM": (3, 3)}))[1]
     measured, holds = bandit(_summary({"BFW-TVC": (1, 1), "SCBFW-TVC": (2, 4), "LBPM": (3, 3)}))
     assert not holds and "SCBFW-TVC 4 vs LBPM 3" in measured
     missing = experiments.get("matrix-completion-filmtrust").check_claims(_summary({"BFW-TVC": (1, 1)}))
-    assert not missing[0].holds and "not measured" in missing[0].measured
+    assert not missing[1].holds and "not measured" in missing[1].measured
 
 
-def test_recorded_constants_cover_every_method_and_lie_on_the_grid():
-    for name in ("matrix-completion-movielens", "matrix-completion-filmtrust"):
-        exp = experiments.get(name)
-        assert set(mc.TUNED[name]) == {a.label for a in exp.algorithms}
-        assert all(v in mc.GRID for v in mc.TUNED[name].values())
-        assert exp.default_T == mc.HORIZONS[name] and exp.default_seeds == 10 and exp.needs_data
+def test_recorded_tuning_covers_every_method_lies_on_the_grid_and_never_used_an_evaluation_seed():
+    # FilmTrust records none: no knob makes its bandit methods learn at a reachable horizon (module doc)
+    assert mc.recorded("matrix-completion-filmtrust") == {}
+    assert all("at its theory value" in a.note for a in experiments.get("matrix-completion-filmtrust").algorithms[1:])
+    for name in ("matrix-completion-movielens",):
+        exp, table = experiments.get(name), mc.recorded(name)
+        assert set(table["methods"]) == {a.label for a in exp.algorithms} - {mc.ZERO}
+        assert all(row["chosen"] in mc.GRID and row["knob"] == mc.KNOBS[m] for m, row in table["methods"].items())
+        assert min(table["seeds"]) >= mc.TUNE_SEED_OFFSET > mc.SEEDS[name]
+        assert table["command"].startswith(f"python -m ocokit.experiments.matrix_completion_tuning {name} --T ")
+        assert exp.default_T == mc.HORIZONS[name] and exp.default_seeds == mc.SEEDS[name] and exp.needs_data
+        for a in exp.algorithms[1:]:
+            assert mc._describe_knob(a.label, table["methods"][a.label]["chosen"]) in a.note
 
 
-def test_lbpm_never_ends_its_theory_block_within_the_horizon_so_its_eta_is_inert(small_data):
-    # Why LBPM's grid need not run: K_b = 6 n M T^{1/2} is clipped to T, the first block never ends, and the
-    # knob (eta) cannot change a single round.
+def test_the_tuning_command_writes_the_table_the_experiment_reads(small_data, tmp_path):
+    out = tmp_path / "table.json"
+    mc_tuning.main(["matrix-completion-movielens", "--T", "4", "--data", str(small_data), "--write", str(out)])
+    table = json.loads(out.read_text())
+    assert table["T"] == 4 and table["seeds"] == [mc.TUNE_SEED_OFFSET] and table["criterion"] == mc.CRITERION
+    assert set(table["methods"]) == {"OFW-TVC", "SCOFW-TVC", "OPDP", "LPM"}
+    assert (
+        table["command"]
+        == "python -m ocokit.experiments.matrix_completion_tuning matrix-completion-movielens --T 4 --seeds 1"
+    )
+
+
+def test_lbpm_theory_block_never_ends_so_eta_is_inert_and_the_block_constant_is_the_knob(small_data):
+    # K_b = 6 n M T^{1/2} is clipped to T: the first block never ends and eta cannot change a single round;
+    # the tuned knob, the block constant, ends blocks within the horizon and moves the decisions.
     problem = mc.make_problem("filmtrust")(12, small_data, mc.MATRIX_COMPLETION_FILMTRUST.parse_options())
-    T = 12
-    lbpm = mc.METHODS["LBPM"][0](ProblemInfo.of(problem, T))
+    T, info = 12, ProblemInfo.of(problem, 12)
+    lbpm = mc.build("LBPM", info)
     assert int(lbpm.block_size) == T
     runs = [run(mc.scale_knob(lbpm, "eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
     for other in runs[1:]:
         np.testing.assert_array_equal(other.loss, runs[0].loss)
         np.testing.assert_array_equal(other.constraints, runs[0].constraints)
+    tuned = mc.build("LBPM", info, 1.0)
+    assert int(tuned.block_size) == round(T**0.5)
+    assert not np.array_equal(run(tuned, problem, T, key=3).loss, runs[0].loss)
+
+
+def _same(a, b) -> bool:
+    """Two learners of one structure with equal numbers (``nan`` equal to ``nan``)."""
+    (la, ta), (lb, tb) = (jax.tree.flatten(eqx.filter(m, eqx.is_array)) for m in (a, b))
+    return ta == tb and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(la, lb, strict=True))
+
+
+def test_theory_inputs_reach_the_theorem_formulas(small_data):
+    problem = mc.make_problem("filmtrust")(12, small_data, mc.MATRIX_COMPLETION_FILMTRUST.parse_options())
+    info = ProblemInfo.of(problem, 12)
+    assert _same(mc.build("BFW-TVC", info, 1e-2), BFWTVC.from_theory(info, loss_bound=1e-2))
+    assert _same(mc.build("SCBFW-TVC", info, 10.0), SCBFWTVC.from_theory(info, alpha_f=10.0))
+    assert not _same(mc.build("SCBFW-TVC", info, 10.0), mc.build("SCBFW-TVC", info))
+    g = mc.build("OFW-TVC", info, 1e-3)
+    assert float(g.G) == 1e-3 and float(g.beta) == 1.0 / (64e-3 * float(problem.domain.diameter))
+    opdp = mc.build("OPDP", info, 10.0)
+    assert float(opdp.eta) == 10.0 * float(OPDP.from_theory(info).eta)

@@ -11,9 +11,9 @@ from ocokit.datasets import load_filmtrust, load_movielens
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings
 
 
-def small(sampling="entry", batch_size=1, radius=4.0):
+def small(sampling="entry", batch_size=1, radius=4.0, constants="worst_case"):
     ratings = synthetic_low_rank_ratings(6, 5, rank=2, n_obs=14, seed=1)
-    return OnlineMatrixCompletion(ratings, radius=radius, sampling=sampling, batch_size=batch_size)
+    return OnlineMatrixCompletion(ratings, radius=radius, sampling=sampling, batch_size=batch_size, constants=constants)
 
 
 def write_ratings(folder, ratings, kind):
@@ -76,6 +76,25 @@ def test_random_matrices_are_fresh_uniform_and_reproducible():
     np.testing.assert_array_equal(P1, np.asarray(draw(1)))
 
 
+def test_random_matrix_stream_is_pinned_and_uniform_on_its_grid():
+    """``P_t^T``'s stream (``round_data``'s docstring): ``pcg4d`` keyed by ``jax.random.bits``, grid ``2^-22``."""
+    P = np.asarray(small().round_data(None, jax.random.PRNGKey(0), 1)["PT"])
+    k = (P + 1) * 2**22  # P = -1 + k 2^-22, k an integer in [0, 2^23)
+    np.testing.assert_array_equal(k, np.round(k))
+    assert k[0, :3].tolist() == [3440564, 3191369, 5472002] and k[1, 0] == 1259098  # the stream, pinned
+    problem = OnlineMatrixCompletion(synthetic_low_rank_ratings(300, 400, n_obs=100), radius=1.0)
+    draw = jax.jit(lambda t: problem.round_data(None, jax.random.fold_in(jax.random.PRNGKey(5), t), t)["PT"])
+    P1, P2 = np.asarray(draw(1)), np.asarray(draw(2))
+    assert P1.min() >= -1 and P1.max() < 1
+    counts = np.histogram(P1, bins=32, range=(-1, 1))[0]
+    assert np.sum((counts - P1.size / 32) ** 2 / (P1.size / 32)) < 70  # chi^2, 31 dof: 99.99% below 67
+    k = ((P1 + 1) * 2**22).astype(np.int64)
+    bits = (k[..., None] >> np.arange(23)) & 1
+    assert np.abs(bits.mean(axis=(0, 1)) - 0.5).max() < 0.01  # every bit fair (sd 0.0014)
+    for a, b in ((P1[:, 1:], P1[:, :-1]), (P1[1:], P1[:-1]), (P1, P2)):  # neighbours in a row, a column, rounds
+        assert abs(np.corrcoef(a.ravel(), b.ravel())[0, 1]) < 0.015  # sd 0.003
+
+
 @pytest.mark.parametrize(("sampling", "batch_size"), [("entry", 1), ("minibatch", 4), ("all", 1)])
 def test_sampling_modes(sampling, batch_size):
     problem = small(sampling=sampling, batch_size=batch_size)
@@ -106,6 +125,32 @@ def test_constants_bound_the_gradients_and_values_on_vertices_of_K(sampling, bat
         assert np.linalg.norm(data["PT"]) <= c.constraint_grad_bound
 
 
+@pytest.mark.parametrize(("sampling", "batch_size"), [("entry", 1), ("minibatch", 3), ("all", 1)])
+def test_data_constants_are_the_gradient_and_loss_at_the_start_and_the_drawn_constraint(sampling, batch_size):
+    ratings = synthetic_low_rank_ratings(60, 80, n_obs=300, step=1.0, seed=1)
+    problem = OnlineMatrixCompletion(ratings, radius=50.0, sampling=sampling, batch_size=batch_size)
+    worst = OnlineMatrixCompletion(
+        ratings, radius=50.0, sampling=sampling, batch_size=batch_size, constants="worst_case"
+    )
+    c, w, zero = problem.constants(), worst.constants(), jnp.zeros((60, 80))
+    r = np.asarray(ratings.ratings)
+    if sampling == "all":  # exactly the gradient norm and the loss at the start X = 0
+        data = problem.round_data(None, jax.random.PRNGKey(0), 1)
+        np.testing.assert_allclose(np.linalg.norm(jax.grad(problem.loss, argnums=1)(data, zero)), c.grad_bound)
+        np.testing.assert_allclose(float(problem.loss(data, zero)), c.loss_bound)
+    else:  # the largest of them over the samples
+        assert c.grad_bound == batch_size * r.max() and c.loss_bound == 0.5 * batch_size * r.max() ** 2
+    # the constraint's as drawn: ||P_t||_F near sqrt(m n / 3), |Tr(P_t X)| <= rho ||P_t||_op near the bound
+    for k in range(3):
+        P = np.asarray(problem.round_data(None, jax.random.PRNGKey(k), k + 1)["PT"])
+        assert abs(np.linalg.norm(P) / c.constraint_grad_bound - 1) < 0.02
+        assert abs(50.0 * np.linalg.norm(P, 2) / c.constraint_bound - 1) < 0.1
+    assert c.grad_bound < w.grad_bound and c.constraint_bound < w.constraint_bound
+    assert c.constraint_grad_bound < w.constraint_grad_bound and c.strong_convexity == w.strong_convexity == 0.0
+    with pytest.raises(ValueError, match=r"constants must be one of \['data', 'worst_case'\]"):
+        OnlineMatrixCompletion(ratings, constants="tight")
+
+
 def test_loaders_read_files_in_the_datasets_formats(tmp_path):
     ratings = synthetic_low_rank_ratings(9, 7, n_obs=20, step=1.0, seed=2)
     write_ratings(tmp_path, ratings, "movielens")
@@ -124,7 +169,10 @@ def test_real_data_shapes(data_dir):
     problem = OnlineMatrixCompletion(ml)
     assert problem.shape == (943, 1682) and problem.ratings.shape == (100_000,)
     c = problem.constants()
-    assert c.grad_bound == 1e4 + 5 and c.constraint_grad_bound == math.sqrt(943 * 1682)
+    assert problem.sampling == "all" and c.constraint_grad_bound == math.sqrt(943 * 1682 / 3)
+    np.testing.assert_allclose(c.grad_bound, np.linalg.norm(ml.ratings), rtol=1e-14)  # ||M_O||_F = 1171.6
+    worst = OnlineMatrixCompletion(ml, sampling="entry", constants="worst_case").constants()
+    assert worst.grad_bound == 1e4 + 5 and worst.constraint_grad_bound == math.sqrt(943 * 1682)
     assert OnlineMatrixCompletion(load_filmtrust(data_dir)).shape == (1508, 2071)
 
 
@@ -133,7 +181,9 @@ def test_bad_arguments_raise_value_errors():
     with pytest.raises(ValueError, match="sampling"):
         OnlineMatrixCompletion(ratings, sampling="some")
     with pytest.raises(ValueError, match="batch_size"):
-        OnlineMatrixCompletion(ratings, batch_size=3)  # entry sampling takes one entry
+        OnlineMatrixCompletion(ratings, sampling="entry", batch_size=3)  # entry sampling takes one entry
+    with pytest.raises(ValueError, match="batch_size"):
+        OnlineMatrixCompletion(ratings, batch_size=3)  # the default reading sums over all of O
     with pytest.raises(ValueError, match="radius"):
         OnlineMatrixCompletion(ratings, radius=0.0)
     with pytest.raises(ValueError, match="n_obs"):

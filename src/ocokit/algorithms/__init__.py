@@ -7,6 +7,7 @@ from ocokit.algorithms._base import ProblemInfo as ProblemInfo
 from ocokit.algorithms._base import hyperparameter as hyperparameter
 from ocokit.algorithms._coldq import COLDQ as COLDQ
 from ocokit.algorithms._coldq import COLDQExpert as COLDQExpert
+from ocokit.algorithms._constant import Constant as Constant
 from ocokit.algorithms._drift_plus_penalty import YuNeelyWei as YuNeelyWei
 from ocokit.algorithms._loo_bogd import LOOBBGD as LOOBBGD
 from ocokit.algorithms._loo_bogd import LOOBOGD as LOOBOGD
@@ -52,6 +53,7 @@ __all__ = [
     "AbstractMirrorGeometry",
     "BanditOCOMemory",
     "COLDQExpert",
+    "Constant",
     "EntropicGeometry",
     "EuclideanGeometry",
     "Hedge",

@@ -20,7 +20,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ocokit import _checks
 from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import fw_step, inner_frank_wolfe
-from ocokit.algorithms._tvc_common import AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled, with_overrides
+from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, restart_if_doubled, with_overrides
 from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
 
 # --------------------------------------------------------------------------------------------------
@@ -168,8 +168,11 @@ class BFWTVC(AbstractBanditTVC):
         >>> import ocokit
         >>> problem = ocokit.problems.TimeVaryingRegression()
         >>> learner = BFWTVC.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 64))
-        >>> ocokit.run(learner, problem, T=64).loss.shape
-        (64,)
+        >>> learner.block  # K = T^{1/2}
+        8
+        >>> calls = ocokit.run(learner, problem, T=64).diagnostics["oracle_calls"]
+        >>> bool((calls[:7] == 0).all() and calls[7] >= 1)  # LMO calls only at the end of a block
+        True
 
     References:
         Y. Wang, Y. Wan, L. Zhang. Revisiting Projection-Free Online Learning with Time-Varying Constraints.
@@ -204,13 +207,10 @@ class BFWTVC(AbstractBanditTVC):
         ``epsilon = 4 D^2 T^{-1/2}``, ``eta = c D/(d M T^{3/4})``, ``lam = 1/(2 T^{3/4})``; M is the problem's
         ``loss_bound``. ``options`` give each constant by name, or override any field.
         """
-        info, overrides = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who)
-        D = info.require("diameter", who)
-        M = info.require("loss_bound", who)
-        T, d = info.horizon, math.prod(info.domain.shape)
-        r = info.require("inner_radius", who)
+        (G, D, T, read), overrides = cls.read_constants(info, options)
+        M = read("loss_bound")
+        d = math.prod(info.domain.shape)
+        r = read("inner_radius")
         c = _smoothing_constant(r, c)
         C2 = 16.0 * G * (c * D / r + 3 * c + 1 + 2 * c * D / (d * M) + d * M * D / c)
         theory = cls(
@@ -314,9 +314,11 @@ class SCBFWTVC(AbstractBanditTVC):
     Example:
         >>> import ocokit
         >>> problem = ocokit.problems.TimeVaryingRegression()
-        >>> info = ocokit.algorithms.ProblemInfo.of(problem, 64)
-        >>> ocokit.run(SCBFWTVC.from_theory(info, alpha_f=1.0), problem, T=64).loss.shape
-        (64,)
+        >>> learner = SCBFWTVC.from_theory(ocokit.algorithms.ProblemInfo.of(problem, 64), alpha_f=1.0)
+        >>> learner.block, learner.inner_steps  # K = L = T^{2/3}
+        (16, 16)
+        >>> int(ocokit.run(learner, problem, T=64).diagnostics["oracle_calls"].sum())  # L LMO calls per block
+        64
 
     References:
         Y. Wang, Y. Wan, L. Zhang. Revisiting Projection-Free Online Learning with Time-Varying Constraints.
@@ -353,14 +355,10 @@ class SCBFWTVC(AbstractBanditTVC):
         ``gamma = G/(G + alpha_f D)``. ``alpha_f`` overrides the problem constant ``strong_convexity``;
         ``options`` give each other constant by name, or override any field.
         """
-        _checks.one_of("theory", theory, ("proof", "statement"))
-        info, overrides = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who)
-        D = info.require("diameter", who)
-        a = info.require("strong_convexity", who, alpha_f)
-        T = info.horizon
-        r = info.require("inner_radius", who)
+        _checks.one_of("theory", theory, THEORIES)
+        (G, D, T, read), overrides = cls.read_constants(info, options)
+        a = read("strong_convexity", alpha_f)
+        r = read("inner_radius")
         c = _smoothing_constant(r, c)
         T23 = T ** (2.0 / 3.0)
         if theory == "proof":

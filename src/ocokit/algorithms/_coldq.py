@@ -1,7 +1,8 @@
 """COLDQ and COLDQ-Expert: constrained online learning with a doubly-bounded virtual queue (paper 003).
 
-Both hold a :class:`~ocokit.algorithms._queue_common.HingeProx` part (the exact per-round solver) and use
-the queue update :func:`~ocokit.algorithms._queues.doubly_bounded` (paper 003, eq. (8)).
+COLDQ holds a :class:`~ocokit.algorithms._queue_common.HingeProx` part (the exact per-round solver) and uses
+the queue update :func:`~ocokit.algorithms._queues.doubly_bounded` (paper 003, eq. (8)); COLDQ-Expert holds the
+COLDQ that each of its experts runs (its part ``expert``: the parameters, the queue update, the solver).
 """
 
 from __future__ import annotations
@@ -16,20 +17,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import ProblemInfo, forwarded, hyperparameter
 from ocokit.algorithms._queue_common import AbstractQueueLearner, HingeProx, QueueState, paper_table
 from ocokit.algorithms._queues import doubly_bounded
 
 _PAPER_TABLES = dict.fromkeys((3, 4, 5, 6))  # COLDQ has the same parameters in Tables 3-6
-
-
-def _check_queue_parameters(eta: Any, gamma: Any, alpha0: Any, alpha_power: Any) -> None:
-    """The ranges of Algorithm 1's parameters (paper 003): ``eta in (0, 1)``, ``gamma, alpha0 > 0``,
-    ``alpha_power in [0, 1]``."""
-    _checks.in_open_interval("eta", eta, 0.0, 1.0)
-    _checks.positive("gamma", gamma)
-    _checks.positive("alpha0", alpha0)
-    _checks.in_closed_interval("alpha_power", alpha_power, 0.0, 1.0)
 
 
 def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple[int, float]:
@@ -48,12 +40,6 @@ def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple
             stacklevel=3,
         )
     return T, float(eps)
-
-
-def _queue_after_round(t: Array, queue: Array, violation: Array, eta: Array, gamma: Array) -> Array:
-    """Round t's queue: the update (8) from ``t >= 2``; ``Q_1 = gamma`` is not updated with ``g_1(x_1)``."""
-    updated = doubly_bounded(queue, violation, eta, gamma)
-    return jnp.where(t >= 2, updated, queue).astype(queue.dtype)
 
 
 class COLDQ(AbstractQueueLearner):
@@ -137,7 +123,10 @@ class COLDQ(AbstractQueueLearner):
         self.prox = HingeProx(**solver)  # tol, max_iter, solver, start
 
     def __check_init__(self):
-        _check_queue_parameters(self.eta, self.gamma, self.alpha0, self.alpha_power)
+        _checks.in_open_interval("eta", self.eta, 0.0, 1.0)
+        _checks.positive("gamma", self.gamma)
+        _checks.positive("alpha0", self.alpha0)
+        _checks.in_closed_interval("alpha_power", self.alpha_power, 0.0, 1.0)
 
     @classmethod
     def from_theory(
@@ -180,10 +169,19 @@ class COLDQ(AbstractQueueLearner):
         x = self.prox.start_point(info.domain)
         return QueueState.initial(x, info.num_constraints, self.gamma, info.domain)  # Q_1 = gamma
 
+    def queue_after_round(self, t: Array, queue: Array, violation: Array) -> Array:
+        """Round t's queue: the update (8) from ``t >= 2``; ``Q_1 = gamma`` is not updated with ``g_1(x_1)``."""
+        updated = doubly_bounded(queue, violation, self.eta, self.gamma)
+        return jnp.where(t >= 2, updated, queue).astype(queue.dtype)
+
+    def proximal_weight(self, t: Array, dtype: Any) -> Array:
+        """``alpha_t = alpha0 t^alpha_power``, the weight of the proximal term of ``P_{t+1}``."""
+        return self.alpha0 * t.astype(dtype) ** self.alpha_power
+
     def update(self, state, x, feedback):
         t = state.t + 1  # the round just played
-        queue = _queue_after_round(t, state.queue, feedback.constraints(x), self.eta, self.gamma)
-        alpha = self.alpha0 * t.astype(x.dtype) ** self.alpha_power
+        queue = self.queue_after_round(t, state.queue, feedback.constraints(x))
+        alpha = self.proximal_weight(t, x.dtype)
         sol = self.prox.step(feedback, state.domain, feedback.grad(x), alpha, x, queue)
         return QueueState(sol.x.astype(x.dtype), queue, t, sol.iterations, sol.converged, state.domain)
 
@@ -230,6 +228,9 @@ class COLDQExpert(AbstractQueueLearner):
         tol, max_iter, solver, start: the part ``prox`` as in :class:`COLDQ`, shared by all experts (every
             expert starts at the same ``x_1``).
 
+    ``eta``, ``gamma``, ``alpha0``, ``alpha_power`` and the solver options build the part ``expert``, the
+    :class:`COLDQ` (Algorithm 1) that every expert runs, which validates them; they read as this learner's own.
+
     Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); ocokit sets, as Lemma 6's
     recursion implies, ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
     experts start at the same point). Queues use each expert's own decision; the surrogate is linearised
@@ -252,12 +253,13 @@ class COLDQExpert(AbstractQueueLearner):
 
     num_experts: int = eqx.field(static=True)
     kappa: Float[Array, ""] = hyperparameter()
-    eta: Float[Array, ""] = hyperparameter()
-    gamma: Float[Array, ""] = hyperparameter()
-    alpha0: Float[Array, ""] = hyperparameter()
-    alpha_power: Float[Array, ""] = hyperparameter()
     ratio: Float[Array, ""] = hyperparameter()
-    prox: HingeProx
+    expert: COLDQ
+    eta = forwarded("expert")
+    gamma = forwarded("expert")
+    alpha0 = forwarded("expert")
+    alpha_power = forwarded("expert")
+    prox = forwarded("expert")
 
     def __init__(
         self,
@@ -270,15 +272,13 @@ class COLDQExpert(AbstractQueueLearner):
         ratio: Any = 2.0,
         **solver: Any,
     ):
-        self.num_experts, self.kappa, self.eta, self.gamma = num_experts, kappa, eta, gamma
-        self.alpha0, self.alpha_power, self.ratio = alpha0, alpha_power, ratio
-        self.prox = HingeProx(**solver)  # tol, max_iter, solver, start
+        self.num_experts, self.kappa, self.ratio = num_experts, kappa, ratio
+        self.expert = COLDQ(eta, gamma, alpha0, alpha_power, **solver)  # tol, max_iter, solver, start
 
     def __check_init__(self):
         _checks.positive_int("num_experts", self.num_experts)
         _checks.positive("kappa", self.kappa)
         _checks.positive("ratio", self.ratio)
-        _check_queue_parameters(self.eta, self.gamma, self.alpha0, self.alpha_power)
 
     @staticmethod
     def theory_num_experts(T: int) -> int:
@@ -330,13 +330,13 @@ class COLDQExpert(AbstractQueueLearner):
         dtype = x.dtype
         experts = state.experts
         g = jax.vmap(feedback.constraints)(experts)  # g_t(x_t[m]), (M, N)
-        queues = _queue_after_round(t, state.queues, g, self.eta, self.gamma)
+        queues = self.expert.queue_after_round(t, state.queues, g)
         grad = feedback.grad(x)
         surrogate = experts @ grad - jnp.dot(x, grad)  # l_t(x_t[m]) = <grad f_t(x_t), x_t[m] - x_t>
         log_w = state.log_weights - self.kappa * surrogate
         log_w = (log_w - jax.nn.logsumexp(log_w)).astype(dtype)
         m = jnp.arange(self.num_experts, dtype=dtype)
-        alphas = self.alpha0 * t.astype(dtype) ** self.alpha_power / self.ratio**m
+        alphas = self.expert.proximal_weight(t, dtype) / self.ratio**m
         grads = jax.vmap(feedback.grad)(experts)
 
         def expert_step(c, alpha, z, q):

@@ -15,12 +15,10 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractGradientLearner
-from ocokit.algorithms._base import ProblemInfo, hyperparameter, split_options
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._loo_chain import (
     AbstractLOOBandit,
     AbstractLOOChainLearner,
-    BanditTheory,
-    FullInformationTheory,
     LOOChain,
     _LOOChainState,
     _optional_leaf,
@@ -100,9 +98,8 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
         ``eps_constant``, ``block_constant``), ``grad_bound`` by name, or constructor arguments (``pipelined``,
         the caps).
         """
-        theory, options = split_options(FullInformationTheory, options)
-        info, options = cls.theory_inputs(info, options)
-        return cls(**FullInformationTheory(**theory).parameters(info, f"{cls.__name__}.from_theory"), **options)
+        theory, info, who, options = cls.theory_choices(info, options)
+        return cls(**theory.parameters(info, who), **options)
 
     def init(self, info, key):
         del key
@@ -158,8 +155,11 @@ class LOOBBGD(AbstractLOOBandit):
         >>> import ocokit
         >>> problem = ocokit.problems.TimeVaryingRegression(dim=3)
         >>> learner = LOOBBGD(eta=0.001, delta=0.5, block_size=4)
-        >>> ocokit.run(learner, problem, T=20).loss.shape
-        (20,)
+        >>> round(float(learner.inner_eps()), 4)  # eps not given: Algorithm 9's delta^2 / 3
+        0.0833
+        >>> traj = ocokit.run(learner, problem, T=20)
+        >>> int(traj.diagnostics["oracle_calls"][:3].sum())  # no LOO call inside the first block
+        0
 
     References:
         D. Garber and B. Kretzu. New projection-free algorithms for online convex optimization with adaptive
@@ -194,7 +194,5 @@ class LOOBBGD(AbstractLOOBandit):
         ``block_constant``), the constants ``loss_bound`` (M) and ``inner_radius`` (r) by name, or constructor
         arguments.
         """
-        theory, options = split_options(BanditTheory, options)
-        info, options = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-        return cls(**BanditTheory(**theory).parameters(info, who, info.require("loss_bound", who)), **options)
+        theory, info, who, options = cls.theory_choices(info, options)
+        return cls(**theory.parameters(info, who, info.require("loss_bound", who)), **options)

@@ -8,9 +8,10 @@
 * :class:`LOOChain`: the blocked chain of Algorithms 4 and 9: gradients are summed over a block of ``K_b``
   rounds, one close infeasible projection per block; the paper pipelines it (the projection of block m's point
   is played in block m + 2); ``pipelined=False`` plays it in block m + 1.
-* :class:`AbstractLOOBandit`: a chain learner wrapped in the one-point bandit adapter (Algorithm 9).
-* :class:`AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``.
 * The choices of Theorems 9 and 11 (:class:`FullInformationTheory`, :class:`BanditTheory`).
+* :class:`AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``, whose ``from_theory``
+  takes the choices of its theorem by name.
+* :class:`AbstractLOOBandit`: a chain learner wrapped in the one-point bandit adapter (Algorithm 9).
 
 Reference: D. Garber and B. Kretzu, "New Projection-free Algorithms for Online Convex Optimization with Adaptive
 Regret Guarantees", COLT 2022 (PMLR 178).
@@ -18,7 +19,8 @@ Regret Guarantees", COLT 2022 (PMLR 178).
 
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -27,7 +29,7 @@ from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractOnePointBanditLearner
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter, split_options
 from ocokit.algorithms._fw import inner_frank_wolfe
 from ocokit.sets import AbstractSet
 
@@ -234,35 +236,6 @@ class LOOChain(_checks.Checked):
         return new, end
 
 
-class AbstractLOOChainLearner(AbstractLearner):
-    """A learner that runs the blocked chain, held as its part ``chain`` (:class:`LOOChain`).
-
-    The chain's parameters read as the learner's own (``learner.eta``, ``learner.block_size``, ...; read-only).
-    """
-
-    chain: eqx.AbstractVar[LOOChain]
-    eta = forwarded("chain")
-    block_size = forwarded("chain")
-    radius = forwarded("chain")
-    pipelined = forwarded("chain")
-    max_outer_iter = forwarded("chain")
-    max_fw_iter = forwarded("chain")
-
-
-class AbstractLOOBandit(AbstractOnePointBanditLearner, AbstractLOOChainLearner):
-    """A bandit chain learner (LOO-BBGD, LBPM): a full-information chain learner wrapped in the one-point adapter.
-
-    Its parts are those of the learner it wraps, plus the smoothing radius ``delta``, and ``eps`` may be
-    ``None``: Algorithm 9 of G&K 2022 then uses the tolerance ``eps = delta^2 / 3`` (:meth:`inner_eps`).
-    """
-
-    eps: eqx.AbstractVar[Float[Array, ""] | None]
-
-    def inner_eps(self) -> Any:
-        """The tolerance of the wrapped learner: ``eps``, or ``delta^2 / 3`` unless given."""
-        return self.delta**2 / 3.0 if self.eps is None else self.eps
-
-
 # --------------------------------------------------------------------------------------------------
 # Theory parameters (Theorems 9 and 11 of G&K 2022).
 
@@ -334,3 +307,55 @@ class BanditTheory(_checks.Checked):
             "block_size": _blocks_theory(T, block_c),
             "radius": R,
         }
+
+
+# --------------------------------------------------------------------------------------------------
+# The learners that run the chain.
+
+
+class AbstractLOOChainLearner(AbstractLearner):
+    """A learner that runs the blocked chain, held as its part ``chain`` (:class:`LOOChain`).
+
+    The chain's parameters read as the learner's own (``learner.eta``, ``learner.block_size``, ...; read-only).
+    ``from_theory`` sets them by the theorem ``chain_theory`` (:class:`FullInformationTheory`, Theorem 9 of G&K
+    2022; :class:`BanditTheory`, Theorem 11, for a bandit learner), whose choices it takes by name
+    (:meth:`theory_choices`).
+    """
+
+    chain: eqx.AbstractVar[LOOChain]
+    chain_theory: ClassVar[type[FullInformationTheory] | type[BanditTheory]] = FullInformationTheory
+    eta = forwarded("chain")
+    block_size = forwarded("chain")
+    radius = forwarded("chain")
+    pipelined = forwarded("chain")
+    max_outer_iter = forwarded("chain")
+    max_fw_iter = forwarded("chain")
+
+    @classmethod
+    def theory_choices(
+        cls, info: ProblemInfo, options: Mapping[str, Any]
+    ) -> tuple[FullInformationTheory | BanditTheory, ProblemInfo, str, dict[str, Any]]:
+        """Split the keywords of ``from_theory``: ``(the choices of chain_theory, info, who, the others)``.
+
+        ``info`` gives the constants named in ``options`` (:meth:`theory_inputs`), ``who`` names this class's
+        ``from_theory`` in errors, and the others are constructor arguments.
+        """
+        theory, options = split_options(cls.chain_theory, options)
+        info, options = cls.theory_inputs(info, options)
+        return cls.chain_theory(**theory), info, f"{cls.__name__}.from_theory", options
+
+
+class AbstractLOOBandit(AbstractOnePointBanditLearner, AbstractLOOChainLearner):
+    """A bandit chain learner (LOO-BBGD, LBPM): a full-information chain learner wrapped in the one-point adapter.
+
+    Its parts are those of the learner it wraps, plus the smoothing radius ``delta``, and ``eps`` may be
+    ``None``: Algorithm 9 of G&K 2022 then uses the tolerance ``eps = delta^2 / 3`` (:meth:`inner_eps`). Its
+    ``from_theory`` follows Theorem 11 (:class:`BanditTheory`).
+    """
+
+    eps: eqx.AbstractVar[Float[Array, ""] | None]
+    chain_theory: ClassVar[type[BanditTheory]] = BanditTheory
+
+    def inner_eps(self) -> Any:
+        """The tolerance of the wrapped learner: ``eps``, or ``delta^2 / 3`` unless given."""
+        return self.delta**2 / 3.0 if self.eps is None else self.eps

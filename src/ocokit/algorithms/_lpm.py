@@ -23,8 +23,6 @@ from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyp
 from ocokit.algorithms._loo_chain import (
     AbstractLOOBandit,
     AbstractLOOChainLearner,
-    BanditTheory,
-    FullInformationTheory,
     LOOChain,
     _LOOChainState,
     _optional_leaf,
@@ -192,11 +190,8 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner, AbstractBlockDualLea
         """
         dual_rule = options.get("dual_rule", "lagrangian")
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
-        theory, options = split_options(FullInformationTheory, options)
-        info, options = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-        chain = FullInformationTheory(**theory).parameters(info, who)
-        return cls(**_dual_theory(info, who, chain, dual_rule), **options)
+        theory, info, who, options = cls.theory_choices(info, options)
+        return cls(**_dual_theory(info, who, theory.parameters(info, who), dual_rule), **options)
 
     def init(self, info, key):
         del key
@@ -313,9 +308,6 @@ class LBPM(AbstractLOOBandit, AbstractBlockDualLearner):
         """
         dual_rule = options.get("dual_rule", "lagrangian")
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
-        theory, options = split_options(BanditTheory, options)
-        info, options = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
+        theory, info, who, options = cls.theory_choices(info, options)
         M = max(info.require("loss_bound", who), info.require("constraint_bound", who))
-        chain = BanditTheory(**theory).parameters(info, who, M)
-        return cls(**_dual_theory(info, who, chain, dual_rule), **options)
+        return cls(**_dual_theory(info, who, theory.parameters(info, who, M), dual_rule), **options)

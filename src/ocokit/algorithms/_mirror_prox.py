@@ -233,19 +233,28 @@ class AbstractMirrorProx(AbstractLearner):
         g0, J0 = _constraints_at(self.known_constraints, x0, K)
         grad0 = jnp.zeros_like(x0) if self.grad0 is None else jnp.broadcast_to(self.grad0, x0.shape)
         grad0 = grad0.astype(dtype)
-        Q, alpha, c = self._dual_update(jnp.zeros((K,), dtype), jnp.zeros((), dtype), g0, J0)
-        center = self.prox_center(domain, x0)
-        x1 = self.geometry.prox(domain, center, grad0 + c, alpha)  # Line 4 at t = 1
+        zero_queue, zero_alpha = jnp.zeros((K,), dtype), jnp.zeros((), dtype)
+        return self._next_round(domain, x0, grad0, g0, J0, zero_queue, zero_alpha, jnp.asarray(0, jnp.int32), dtype)
+
+    def _next_round(self, domain, x_tilde, grad, g, J, queue, alpha_prev, t, dtype) -> _MirrorProxState:
+        """Lines 3-4 of the next round: ``Q``, ``alpha`` and ``c`` (:meth:`_dual_update`) from ``g(x_t)`` and its
+        Jacobian, the prox centre of ``x~_{t+1}`` and the played ``x_{t+1} = P(y_{t+1}, grad f^t(x_t) + c, alpha)``.
+
+        The state after ``t`` rounds; at ``t = 0`` (:meth:`initial_state`) from ``x_0``, ``grad f^0`` and ``g(x_0)``.
+        """
+        Q, alpha, c = self._dual_update(queue, alpha_prev, g, J)
+        center = self.prox_center(domain, x_tilde)
+        x_next = self.geometry.prox(domain, center, grad + c, alpha)  # Line 4
         return _MirrorProxState(
-            x=x1.astype(dtype),
-            x_tilde=x0,
+            x=x_next.astype(dtype),
+            x_tilde=x_tilde.astype(dtype),
             center=center.astype(dtype),
-            grad_prev=grad0,
-            g_prev=g0,
+            grad_prev=grad,
+            g_prev=g,
             queue=Q.astype(dtype),
             alpha=alpha.astype(dtype),
             c=c.astype(dtype),
-            t=jnp.asarray(0, jnp.int32),
+            t=t,
             domain=domain,
         )
 
@@ -261,21 +270,7 @@ class AbstractMirrorProx(AbstractLearner):
         x_tilde = self.geometry.prox(domain, state.center, grad + state.c, state.alpha)  # Line 7
         g = jnp.reshape(feedback.constraints(x), (K,)).astype(dtype)  # g(x_t), used in round t + 1
         J = jnp.reshape(feedback.constraints_jacobian(x), (K, *x.shape)).astype(dtype)
-        Q, alpha, c = self._dual_update(state.queue, state.alpha, g, J)
-        center = self.prox_center(domain, x_tilde)
-        x_next = self.geometry.prox(domain, center, grad + c, alpha)  # Line 4 of round t + 1
-        return _MirrorProxState(
-            x=x_next.astype(dtype),
-            x_tilde=x_tilde.astype(dtype),
-            center=center.astype(dtype),
-            grad_prev=grad,
-            g_prev=g,
-            queue=Q.astype(dtype),
-            alpha=alpha.astype(dtype),
-            c=c.astype(dtype),
-            t=state.t + 1,
-            domain=domain,
-        )
+        return self._next_round(domain, x_tilde, grad, g, J, state.queue, state.alpha, state.t + 1, dtype)
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(2, jnp.int32), "queue": state.queue, "alpha": state.alpha}
@@ -336,7 +331,7 @@ class MirrorProx(AbstractMirrorProx):
     without guarantee.
 
     Example:
-        >>> import jax.numpy as jnp, ocokit
+        >>> import ocokit
         >>> problem = ocokit.problems.DriftingQuadratic(dim=3, drift=0.0)
         >>> info = ocokit.algorithms.ProblemInfo.of(problem, 200)
         >>> learner = MirrorProx.from_theory(info, variation=4.0, **problem.theory_constants())
@@ -452,8 +447,10 @@ class SimplexMirrorProx(AbstractMirrorProx):
         >>> info = ocokit.algorithms.ProblemInfo.of(problem, 100)
         >>> learner = SimplexMirrorProx.from_theory(info, variation=1.0, **problem.theory_constants("linf"))
         >>> traj = ocokit.run(learner, problem, T=100, record_decisions=True)
-        >>> bool(abs(traj.decisions.sum(axis=1) - 1).max() < 1e-6)
+        >>> bool(abs(traj.decisions.sum(axis=1) - 1).max() < 1e-6)  # every x_t on the simplex
         True
+        >>> round(float(learner.nu), 6)  # Theorem 6.1's mixing weight nu = 1/T
+        0.01
 
     References:
         S. Qiu and X. Wei. Beyond O(sqrt(T)) regret for constrained online optimization: gradual variations

@@ -8,6 +8,7 @@ search (rule ``"strongly_convex"``, with ``lam = 2 C_1``). The bandit variants B
 :mod:`ocokit.algorithms._bandit_tvc`.
 """
 
+import abc
 import math
 from typing import Any, ClassVar
 
@@ -18,16 +19,17 @@ from jaxtyping import Array, Float, Int
 from ocokit import _checks
 from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
-from ocokit.algorithms._tvc_common import AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled, with_overrides
+from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, restart_if_doubled, with_overrides
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 
 class AbstractOFWTVC(AbstractLyapunovLearner):
     """A full-information TVC learner: an OFW player (a part) on the surrogate of eq. (6), and the queue.
 
-    ``init`` and ``decide`` are written here once; a final subclass declares its ``player`` and the surrogate's
-    ``beta``, ``gamma``, ``lam``, ``phi`` (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`),
-    and writes ``update``.
+    ``init``, ``decide`` and ``diagnostics`` (one LMO call per round, the queue) are written here once; a final
+    subclass declares its ``player`` and the surrogate's ``beta``, ``gamma``, ``lam``, ``phi``
+    (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`), and writes ``update`` and the
+    diagnostics of its own step (``step_diagnostics``).
     """
 
     player: eqx.AbstractVar[OFWPlayer]
@@ -42,6 +44,13 @@ class AbstractOFWTVC(AbstractLyapunovLearner):
 
     def decide(self, state):
         return state.player.x
+
+    def diagnostics(self, state):
+        return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue, **self.step_diagnostics(state)}
+
+    @abc.abstractmethod
+    def step_diagnostics(self, state: "_TVCState") -> dict[str, Array]:
+        """The diagnostics of the learner's own step (doubling, FW gap, step size)."""
 
 
 class _TVCState(eqx.Module):
@@ -128,11 +137,7 @@ class OFWTVC(AbstractOFWTVC):
         ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)``; ``options`` give each constant
         by name, or override any field.
         """
-        info, overrides = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who)
-        D = info.require("diameter", who)
-        T = info.horizon
+        (G, D, T, _), overrides = cls.read_constants(info, options)
         theory = cls(beta=1.0 / (64.0 * G * D), gamma=1.0, eta=D / (2.0 * T**0.75), G=G, lam=0.5 * T**-0.75)
         return with_overrides(theory, overrides)
 
@@ -150,14 +155,8 @@ class OFWTVC(AbstractOFWTVC):
         player = self.player.step(state.player, grad, x, eta=eta_k, sigma0=2.0, lagged=lagged, restart=restart)
         return _TVCState(player, Q, G_tilde, epoch_start, t)
 
-    def diagnostics(self, state):
-        return {
-            "oracle_calls": jnp.asarray(1, jnp.int32),
-            "queue": state.queue,
-            "G_tilde": state.G_tilde,
-            "epoch_start": state.epoch_start,
-            "fw_gap": state.player.gap,
-        }
+    def step_diagnostics(self, state):
+        return {"G_tilde": state.G_tilde, "epoch_start": state.epoch_start, "fw_gap": state.player.gap}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,13 +222,10 @@ class SCOFWTVC(AbstractOFWTVC):
         ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``,
         ``D`` and ``options`` as in :meth:`OFWTVC.from_theory`.
         """
-        _checks.one_of("theory", theory, ("proof", "statement"))
-        info, overrides = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-        G = lipschitz_bound(info, who)
-        D = info.require("diameter", who)
-        a = info.require("strong_convexity", who, alpha_f)
-        T23 = info.horizon ** (2.0 / 3.0)
+        _checks.one_of("theory", theory, THEORIES)
+        (G, D, T, read), overrides = cls.read_constants(info, options)
+        a = read("strong_convexity", alpha_f)
+        T23 = T ** (2.0 / 3.0)
         beta = a / (500.0 * G * T23 * (G + a * D)) if theory == "proof" else 1.0 / (G * D * T23)
         return with_overrides(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)
 
@@ -239,5 +235,5 @@ class SCOFWTVC(AbstractOFWTVC):
         player = self.player.step(state.player, grad, x, lam=lam)
         return _TVCState(player, Q, state.G_tilde, state.epoch_start, state.t + 1)
 
-    def diagnostics(self, state):
-        return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue, "step": state.player.sigma}
+    def step_diagnostics(self, state):
+        return {"step": state.player.sigma}

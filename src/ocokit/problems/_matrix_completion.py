@@ -17,8 +17,10 @@ from ocokit.datasets import Ratings, load_filmtrust, load_movielens
 from ocokit.problems._base import AbstractProblem, ProblemConstants
 from ocokit.sets import NuclearNormBall
 
-SAMPLINGS = ("entry", "minibatch", "all")
-"""Which observed entries enter round t's loss: one sampled entry, a sampled mini-batch, or all of O."""
+SAMPLINGS = ("all", "entry", "minibatch")
+"""Which observed entries enter round t's loss: all of O (default), one sampled entry, or a sampled mini-batch."""
+CONSTANT_RULES = ("data", "worst_case")
+"""How :class:`OnlineMatrixCompletion` computes its constants: measured on the instance, or bounds from rho."""
 
 
 def synthetic_low_rank_ratings(
@@ -72,29 +74,42 @@ class OnlineMatrixCompletion(AbstractProblem):
 
         f_t(X) = sum_{(i,j) in O_t} (X_ij - M_ij)^2 / 2,     g_t(X) = Tr(P_t X),     K = {X : ||X||_* <= rho},
 
-    with ``P_t`` uniform on ``[-1, 1]^{n x m}``, fresh each round. ``P_t`` is drawn inside the compiled run
-    from round t's key (as its transpose, ``g_t(X) = <P_t^T, X>_F``: one elementwise pass for the value and
-    the gradient ``P_t^T``; in float32 precision, then cast) and never stored for all rounds. ``O_t`` is,
-    by ``sampling``:
+    with ``P_t`` uniform on ``[-1, 1]^{m x n}``, fresh each round (drawn inside the compiled run from round t's
+    key and never stored for all rounds). ``O_t`` is, by ``sampling``:
 
-    * ``"entry"`` (default): one entry of O drawn uniformly with replacement. The paper's text says "the
-      learner receives a sampled data (i, j)", while its formula sums over O (which would make f_t the same
-      every round); ocokit reads it as one sampled entry per round, in the style of Hazan and Kale 2012;
-    * ``"minibatch"``: ``batch_size`` entries drawn uniformly with replacement (loss summed over them);
-    * ``"all"``: the whole of O every round (the literal formula; then f_t is the same every round).
+    * ``"all"`` (default): the whole of O every round, the paper's formula (its f_t sums over O). This is the
+      only reading under which the methods learn at reachable horizons: with one sampled entry per round the
+      gradients are 1-sparse and nothing generalises to unseen entries (on a 200 x 300 synthetic stand-in
+      up to T = 5000, every method's cumulative loss stays within 0.99-1.02 of playing X = 0), while with
+      the whole of O every method's loss falls well below X = 0's (MovieLens, T = 1000: SCOFW-TVC 0.07 of
+      it). Then f_t is the same every round and the time variation is in the constraint ``P_t``;
+    * ``"entry"``: one entry of O drawn uniformly with replacement (the paper's text: "the learner receives
+      a sampled data (i, j)"; the style of Hazan and Kale 2012);
+    * ``"minibatch"``: ``batch_size`` entries drawn uniformly with replacement (loss summed over them).
 
-    Constants (not stated in the paper; derived here): ``D = 2 rho``, ``r = rho / sqrt(min(m, n))`` (the set's),
-    ``||grad g_t||_F <= sqrt(m n)``, ``|g_t| <= rho sqrt(m n)``; per sampled entry
-    ``||grad f_t|| <= rho + max|M|`` and ``|f_t| <= (rho + max|M|)^2 / 2`` (times ``batch_size`` for a
-    mini-batch; ``rho + ||M_O||_F`` in place of ``rho + max|M|`` for ``"all"``). f_t is not strongly convex
-    in X (only along the sampled entries): ``strong_convexity = 0``; the paper runs its strongly convex
-    methods anyway without giving alpha_f; ocokit uses alpha_f = 1, the curvature along the observed entries.
+    Constants (the paper states none), by ``constants``:
+
+    * ``"data"`` (default), measured on the instance where the methods move, the segment from their start
+      ``X = 0`` to a completion of the data (``P_O X = M_O``), along which ``||grad f_t||`` falls linearly:
+      ``grad_bound = ||grad f_t(0)||_F`` (``||M_O||_F`` for ``"all"``, ``batch_size max|M|`` per sample)
+      and ``loss_bound = f_t(0)``; for ``P_t`` as drawn, ``constraint_grad_bound = sqrt(m n / 3)``
+      (``E ||P_t||_F^2 = m n / 3``; ``||P_t||_F`` concentrates there) and ``constraint_bound =
+      rho (sqrt(m) + sqrt(n)) / sqrt(3)`` (``|Tr(P_t X)| <= ||P_t||_op ||X||_*``, with the spectral norm
+      of an i.i.d. matrix of variance 1/3 at ``(sqrt(m) + sqrt(n)) / sqrt(3)``, Bai-Yin);
+    * ``"worst_case"``: bounds over all of K from rho alone: ``||grad f_t|| <= rho + ||M_O||_F``
+      (``batch_size (rho + max|M|)`` per sample), ``|f_t| <= (rho + ||M_O||_F)^2 / 2``,
+      ``||grad g_t||_F <= sqrt(m n)``, ``|g_t| <= rho sqrt(m n)``.
+
+    Both: ``D = 2 rho``, ``r = rho / sqrt(min(m, n))`` (the set's). f_t is not strongly convex in X (only
+    along the observed entries): ``strong_convexity = 0``; the paper runs its strongly convex methods without
+    giving alpha_f, and the experiments use alpha_f = 1, the curvature along the observed entries.
 
     Args:
         ratings: the observed entries (:func:`ocokit.datasets.load_movielens`, ``load_filmtrust`` or
             :func:`synthetic_low_rank_ratings`).
         radius: rho, the trace-norm radius (paper: ``10^4``).
-        sampling: one of :data:`SAMPLINGS`.
+        sampling: one of :data:`SAMPLINGS` (default ``"all"``).
+        constants: ``"data"`` (default) or ``"worst_case"``, see above.
         batch_size: entries per round for ``"minibatch"`` (``>= 1``).
         lmo_tol, lmo_max_iter: tolerance and step cap of the set's warm-started Lanczos LMO.
 
@@ -114,6 +129,7 @@ class OnlineMatrixCompletion(AbstractProblem):
     items: Int[Array, " n_obs"]
     ratings: Float[Array, " n_obs"]
     sampling: str = eqx.field(static=True)
+    constant_rule: str = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
     rho: float = eqx.field(static=True)
     rating_max: float = eqx.field(static=True)
@@ -125,17 +141,19 @@ class OnlineMatrixCompletion(AbstractProblem):
         ratings: Ratings,
         *,
         radius: float = 1e4,
-        sampling: str = "entry",
+        sampling: str = "all",
         batch_size: int = 1,
+        constants: str = "data",
         lmo_tol: float = 1e-6,
         lmo_max_iter: int = 300,
     ):
         if not isinstance(ratings, Ratings):
             raise ValueError(f"ratings must be an ocokit.datasets.Ratings, got {type(ratings).__name__}")
         _checks.one_of("sampling", sampling, SAMPLINGS)
+        _checks.one_of("constants", constants, CONSTANT_RULES)
         _checks.positive_int("batch_size", batch_size)
-        if sampling == "entry" and batch_size != 1:
-            raise ValueError(f"batch_size must be 1 with sampling='entry', got {batch_size} (use 'minibatch')")
+        if sampling != "minibatch" and batch_size != 1:
+            raise ValueError(f"batch_size must be 1 with sampling={sampling!r}, got {batch_size} (use 'minibatch')")
         _checks.positive("radius", radius)
         values = np.asarray(ratings.ratings, dtype=float)
         if values.size == 0:
@@ -144,7 +162,7 @@ class OnlineMatrixCompletion(AbstractProblem):
         self.users = jnp.asarray(ratings.users, dtype=jnp.int32)
         self.items = jnp.asarray(ratings.items, dtype=jnp.int32)
         self.ratings = jnp.asarray(values)
-        self.sampling, self.batch_size = sampling, int(batch_size)
+        self.sampling, self.batch_size, self.constant_rule = sampling, int(batch_size), constants
         self.rho = float(radius)
         self.rating_max = float(np.max(np.abs(values)))
         self.ratings_norm = float(np.linalg.norm(values))
@@ -168,11 +186,43 @@ class OnlineMatrixCompletion(AbstractProblem):
         return self.domain.shape
 
     def round_data(self, episode, key, t):
+        """Round t's data ``{"PT": P_t^T, "index": the sampled entries}``, a pure function of round t's key.
+
+        ``key`` is split in two (``jax.random.split``). The first half draws the sampled entries of O
+        (``jax.random.randint``; no ``"index"`` for ``sampling="all"``). The second gives two 32-bit words
+        ``(s_0, s_1)`` (``jax.random.bits``) that key a counter-based hash for the dense ``P_t^T`` (m x n):
+        entry ``(i, j)`` takes the last word ``w`` of ``pcg4d(i, j, s_0, s_1)`` (Jarzynski and Olano 2020:
+        an LCG step on each word, a round of cross multiplications, a 16-bit xorshift, a second round), and
+        its top 23 bits become a float32 by the exponent trick, ``bits(2^30 | w >> 9) - 3``: uniform on the
+        grid ``{-1 + k 2^-22 : 0 <= k < 2^23}`` of ``[-1, 1)``, i.i.d. over entries and rounds, then cast to
+        the ratings' dtype. 32-bit integer and float32 arithmetic only: the same numbers with or without
+        ``jax_enable_x64``. Tests pin the stream (the first entries for a fixed key) and check it (every bit
+        fair; neighbours in a row, in a column and in consecutive rounds uncorrelated).
+
+        Why a hash: drawing P_t with threefry (``jax.random.uniform``) cost about 15 elementwise passes over
+        the m x n matrix on a CPU at MovieLens-100k's size, about 40% of an OFW-TVC round; the hash costs
+        about one to two, and being elementwise in ``(i, j)`` it is recomputed inside the fused passes that
+        use P_t (the gradient sums) rather than read back (``benchmarks/projection_free.py``).
+
+        References:
+            M. Jarzynski, M. Olano. Hash Functions for GPU Rendering. Journal of Computer Graphics
+            Techniques 9(3), 2020 (``pcg4d``, the multidimensional hash of their quality and speed study).
+        """
         del episode, t
         k_entries, k_p = jax.random.split(key)
-        # float32 draws (half the random bits of float64; the RNG dominates a round's cost at 943 x 1682)
-        PT = jax.random.uniform(k_p, self.shape, jnp.float32, minval=-1.0, maxval=1.0).astype(self.ratings.dtype)
-        data = {"PT": PT}
+        s0, s1 = jax.random.bits(k_p, (2,), jnp.uint32)
+        u32 = jnp.uint32
+        i, j = (jax.lax.broadcasted_iota(u32, self.shape, axis) for axis in (0, 1))
+        a, b, c, w = (v * u32(1664525) + u32(1013904223) for v in (i, j, s0, s1))  # pcg4d: the LCG step
+        for last in (False, True):
+            a = a + b * w
+            b = b + c * a
+            c = c + a * b
+            w = w + b * c
+            if not last:
+                a, b, c, w = (v ^ (v >> u32(16)) for v in (a, b, c, w))
+        unit = jax.lax.bitcast_convert_type((w >> u32(9)) | u32(0x40000000), jnp.float32)  # in [2, 4)
+        data = {"PT": (unit - 3.0).astype(self.ratings.dtype)}
         if self.sampling != "all":
             data["index"] = jax.random.randint(k_entries, (self.batch_size,), 0, self.ratings.shape[0])
         return data
@@ -194,14 +244,24 @@ class OnlineMatrixCompletion(AbstractProblem):
     def constants(self) -> ProblemConstants:
         m, n = self.shape
         if self.sampling == "all":
-            grad, smooth = self.rho + self.ratings_norm, 1.0
+            data, slope = self.ratings_norm, 1.0  # ||grad f_t(0)|| and the loss's curvature
         else:
-            grad, smooth = self.batch_size * (self.rho + self.rating_max), float(self.batch_size)
+            data, slope = self.batch_size * self.rating_max, float(self.batch_size)
+        if self.constant_rule == "data":
+            return ProblemConstants(
+                grad_bound=data,
+                loss_bound=0.5 * data * (data / slope),
+                constraint_bound=self.rho * (math.sqrt(m) + math.sqrt(n)) / math.sqrt(3.0),
+                constraint_grad_bound=math.sqrt(m * n / 3.0),
+                strong_convexity=0.0,
+                smoothness=slope,
+            )
+        grad = data + slope * self.rho
         return ProblemConstants(
             grad_bound=grad,
-            loss_bound=0.5 * grad * (self.rho + (self.ratings_norm if self.sampling == "all" else self.rating_max)),
+            loss_bound=0.5 * grad * (grad / slope),
             constraint_bound=self.rho * math.sqrt(m * n),
             constraint_grad_bound=math.sqrt(m * n),
             strong_convexity=0.0,
-            smoothness=smooth,
+            smoothness=slope,
         )

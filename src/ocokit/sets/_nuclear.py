@@ -47,10 +47,14 @@ class NuclearNormBall(AbstractSet):
     singular vector (:meth:`warm_lmo`) or from a fixed deterministic dense unit vector (:meth:`lmo`, and
     :meth:`lmo_init`). A zero direction gives ``radius e_0 e_0^T``. The state (``lmo_init`` /
     ``warm_lmo``) holds that vector and the step count; learners carry it in their own state. Cost per
-    call: k Lanczos steps, k = :meth:`lmo_calls`, each one product with G and one with G^T (O(m n)) plus
-    O(n krylov_dim) for reorthogonalisation and a ``krylov_dim``-square tridiagonal eigensolve; a slowly
-    changing G sequence needs few steps from a warm start (at 943 x 1682, MovieLens-100k's size, a
-    random-plus-low-rank G takes tens of steps cold, fewer warm).
+    call: one pass over G for ``max|G_ij|``, then k Lanczos steps, k = :meth:`lmo_calls`, each one product
+    ``y = G q`` and one ``y^T G`` (O(m n) each, both streaming G row by row) plus O((m + n) krylov_dim) for
+    reorthogonalisation and a ``krylov_dim``-square tridiagonal eigensolve. ``G v_1`` comes from the
+    products already taken (no further pass), and the vertex is returned as the rank-one product
+    ``-radius u_1 v_1^T``, which a caller's jitted step fuses into its own elementwise pass instead of
+    reading a stored matrix. A slowly changing G sequence needs few steps from a warm start (at 943 x 1682,
+    MovieLens-100k's size, a random-plus-low-rank G takes tens of steps cold, fewer warm; OFW-TVC on
+    matrix completion takes one step per round after the first).
 
     Tolerance: after each Lanczos step, with ``G_hat = G / max|G_ij|``, ``A = G_hat^T G_hat`` and the top
     Ritz pair ``(theta, v)``, the iteration stops when the residual ``||A v - theta v||_2`` (Lanczos'
@@ -59,8 +63,10 @@ class NuclearNormBall(AbstractSet):
     ``tol^2 theta sigma_1^2 / gap`` once converged), so ``<G, V>`` is within a relative ``tol`` of
     ``-radius sigma_1(G)``, never below it. ``tol`` is floored at 16 machine epsilons of G's dtype. A
     start vector exactly orthogonal to the top singular vector (e.g. a warm start ``e_j`` against a
-    gradient supported on another column) is caught by the bound ``sigma_1^2 >= ||G||_F^2 / min(m, n)``
-    and restarts once from the cold vector.
+    gradient supported on another column, or on a smaller entry of the same sparse gradient) is caught by
+    the bound ``sigma_1(G) >= max_ij |G_ij|`` (a converged ``theta`` below ``1 / (1 + tol)``, less 1e-3 of
+    slack) and restarts once from the cold vector. A non-finite direction stops the iteration at once
+    and gives a NaN vertex.
 
     project: full SVD, then the l1-ball projection of the singular values (sort-based, O(s log s));
     O(m n min(m, n)). contains: the sum of the singular values (an SVD). Geometry: ``diameter = 2
@@ -150,42 +156,49 @@ class NuclearNormBall(AbstractSet):
         direction = _arg(self, "warm_lmo", "direction", direction)
         dtype = _dtype_of(direction)
         G = direction.astype(dtype)
-        scale = jnp.max(jnp.abs(G))
-        inv_scale = 1 / jnp.where(scale > 0, scale, 1).astype(dtype)  # G_hat = G * inv_scale, never formed
-        v, steps = self._top_right_vector(G, inv_scale, state.v.astype(dtype))
-        Gv = (G @ v) * inv_scale
+        scale = jnp.max(jnp.abs(G))  # the one pass over G besides the Lanczos products
+        v, Gv, steps = self._top_right_vector(G, scale, state.v.astype(dtype))
         sigma = jnp.linalg.norm(Gv)
         u = Gv / jnp.where(sigma > 0, sigma, 1).astype(dtype)
-        r = self.radius.astype(dtype)
-        vertex = jnp.where(sigma > 0, -r * jnp.outer(u, v), r * _first_basis(self.shape, dtype))
+        # A zero direction: -r (-e_0)(e_0)^T = r e_0 e_0^T. The vertex stays a rank-one expression (never a
+        # select between m x n matrices), so XLA fuses it into the caller's step instead of writing it out.
+        u = jnp.where(sigma > 0, u, -_first_basis((self.m,), dtype))
+        v_out = jnp.where(sigma > 0, v, _first_basis((self.n,), dtype))
+        vertex = -self.radius.astype(dtype) * (u[:, None] * v_out[None, :])
         return _nan_through(vertex, direction), _NuclearLMOState(v.astype(state.v.dtype), steps)
 
-    def _top_right_vector(self, G: Array, inv_scale: Array, v0: Array) -> tuple[Array, Array]:
-        """Restarted Lanczos on ``A = G_hat^T G_hat`` (``G_hat = G * inv_scale``) from ``v0``.
+    def _top_right_vector(self, G: Array, scale: Array, v0: Array) -> tuple[Array, Array, Array]:
+        """Restarted Lanczos on ``A = G_hat^T G_hat`` (``G_hat = G / scale``, ``scale = max_ij |G_ij|``) from ``v0``.
 
-        Returns the top right singular vector estimate and the number of steps (products with A) taken.
+        Returns the top right singular vector estimate v, ``G_hat v`` (from the products the iteration
+        already took: no further pass over G) and the number of steps (products with A) taken.
         """
         dtype = G.dtype
+        inv_scale = 1 / jnp.where(scale > 0, scale, 1).astype(dtype)  # G_hat = G * inv_scale, never formed
         k = min(self.krylov_dim, self.n)
         tol = jnp.maximum(self.tol.astype(dtype), 16 * jnp.finfo(dtype).eps)
         cold = _cold_vector(self.n, dtype)
         norm0 = jnp.linalg.norm(v0)
         v0 = jnp.where((norm0 > 0) & jnp.isfinite(norm0), v0 / jnp.where(norm0 > 0, norm0, 1), cold)
-        # sigma_1^2 >= ||G||_F^2 / min(m, n): a converged Ritz value below it is not the top one.
-        lower_bound = jnp.sum(jnp.square(G * inv_scale)) / min(self.m, self.n) * (1 - 1e-3)
+        # sigma_1(G_hat) >= max_ij |G_hat_ij| = 1 (G != 0): a converged Ritz value below 1 / (1 + tol) is not the
+        # top one (that one is within a relative tol of sigma_1^2); 1e-3 of slack for rounding.
+        lower_bound = jnp.where(scale > 0, (1 - 1e-3) / (1 + tol), 0)
         idx = jnp.arange(k, dtype=jnp.int32)
 
         def fresh_basis(start):
             return jnp.zeros((self.n, k), dtype).at[:, 0].set(start)
 
         def cond(carry):
-            _, _, _, _, steps, done, _, _ = carry
-            return (~done) & (steps < self.max_iter)
+            steps, stop = carry[4], carry[5]
+            return (~stop) & (steps < self.max_iter)
 
         def body(carry):
-            Q, alpha, beta, j, steps, _, _, used_cold = carry
-            w = (G.T @ ((G @ Q[:, j]) * inv_scale)) * inv_scale
-            a = Q[:, j] @ w
+            Q, GQ, alpha, beta, steps, _, j, _, _, used_cold = carry
+            q = Q[:, j]
+            Gq = (G @ q) * inv_scale
+            w = (Gq @ G) * inv_scale  # A q as a row vector times G: one fast pass (G.T @ y is three times slower)
+            GQ = GQ.at[:, j].set(Gq)
+            a = q @ w
             w = w - Q @ (Q.T @ w)  # full reorthogonalisation, twice ("twice is enough")
             w = w - Q @ (Q.T @ w)
             b = jnp.linalg.norm(w)
@@ -198,23 +211,27 @@ class NuclearNormBall(AbstractSet):
             evals, evecs = jnp.linalg.eigh(T)
             theta, y = evals[-1], evecs[:, -1]
             ritz = Q @ y
-            ritz = ritz / jnp.maximum(jnp.linalg.norm(ritz), jnp.finfo(dtype).tiny)
+            norm = jnp.maximum(jnp.linalg.norm(ritz), jnp.finfo(dtype).tiny)
+            ritz, G_ritz = ritz / norm, (GQ @ y) / norm
             converged = b * jnp.abs(y[j]) <= tol * jnp.maximum(theta, 0)
             restart_cold = converged & (theta < lower_bound) & ~used_cold
             finished = converged & ~restart_cold
             restart = restart_cold | (~converged & (j + 1 >= k))
             grown = Q.at[:, jnp.minimum(j + 1, k - 1)].set(w / jnp.where(b > 0, b, 1))
             Q = jnp.where(restart, fresh_basis(jnp.where(restart_cold, cold, ritz)), grown)
+            GQ = jnp.where(restart, 0, GQ)  # G_hat Q's columns, refilled step by step like Q's
             zeros = jnp.zeros(k, dtype)
             alpha, beta = jnp.where(restart, zeros, alpha), jnp.where(restart, zeros, beta)
             j = jnp.where(restart, 0, j + 1)
-            return Q, alpha, beta, j, steps + 1, finished, ritz, used_cold | restart_cold
+            stop = finished | ~jnp.isfinite(b)  # a non-finite direction: no use iterating to max_iter
+            return Q, GQ, alpha, beta, steps + 1, stop, j, ritz, G_ritz, used_cold | restart_cold
 
         zeros = jnp.zeros(k, dtype)
-        int0 = jnp.asarray(0, jnp.int32)
-        init = (fresh_basis(v0), zeros, zeros, int0, int0, jnp.asarray(False), v0, jnp.asarray(False))
-        _, _, _, _, steps, _, v, _ = jax.lax.while_loop(cond, body, init)
-        return v, steps
+        int0, false = jnp.asarray(0, jnp.int32), jnp.asarray(False)
+        GQ0 = jnp.zeros((self.m, k), dtype)
+        init = (fresh_basis(v0), GQ0, zeros, zeros, int0, false, int0, v0, GQ0[:, 0], false)
+        out = jax.lax.while_loop(cond, body, init)
+        return out[7], out[8], out[4]
 
     # ------------------------------------------------------------------------------------ the rest
 
