@@ -22,7 +22,8 @@ re-runs the grid search at run time (each grid one vmapped sweep) and ``tuned=fa
 MovieLens (recorded grid at T = 300, loss relative to X = 0's): SCOFW-TVC learns from G = 10^3 (0.13 at
 G = 10^4); OFW-TVC's best G is 10^-3 (1.81; from G = 0.1 up the score is flat at 2.40, which is why the beta
 multiplier was the wrong knob); OPDP's best eta is its theory value (1.87); LPM's eps either freezes it at
-X = 0 (eps >= 0.1 x theory: 1.00, CCV 0) or throws it to the boundary (<= 0.01: 27x), so LPM does not learn.
+X = 0 (eps >= 0.1 x theory: 1.00, CCV 0) or throws it to the boundary (<= 0.01: 27x): LPM needs eps and eta
+tuned together (a probe: 0.515 at eps = 1e-4 and eta = 0.05 x theory), which the recorded grid does not do.
 The default run (T = 1000, 3 seeds, :data:`HORIZONS`) took 9 minutes on a 2-core machine: loss relative to
 X = 0's 0.071 (SCOFW-TVC), 0.776 (OFW-TVC), 0.804 (OPDP), 1 (LPM); CCV 3.3e5, 4.7e5, 3.8e5 and 0. Its
 rounds cost 3.5-76 ms, so about T = 3000 fits in 30 minutes (``--T 3000``); the full-size figure
