@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import time
 import types
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +29,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import ocokit  # noqa: E402
+from _git import module_at  # noqa: E402
 from ocokit.algorithms import COLDQ, OGD, ProblemInfo  # noqa: E402
 from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
@@ -43,17 +41,7 @@ OLD_SESSION = "6df185a"
 
 def old_engine(commit: str = OLD_ENGINE) -> types.ModuleType | None:
     """``ocokit.engine`` as of ``commit`` (from this checkout's git), or ``None`` if unavailable."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        source = subprocess.run(
-            ["git", "show", f"{commit}:src/ocokit/engine.py"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    module = types.ModuleType(f"ocokit_engine_{commit}")
-    sys.modules[module.__name__] = module  # dataclasses (equinox modules) look their module up
-    exec(compile(source, f"{commit}:src/ocokit/engine.py", "exec"), module.__dict__)
-    return module
+    return module_at(commit, "src/ocokit/engine.py", f"ocokit_engine_{commit}")
 
 
 def best_of(fns: dict, repeats: int) -> dict[str, float]:

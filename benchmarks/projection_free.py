@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import time
 import types
 from pathlib import Path
@@ -38,6 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ocokit  # noqa: E402
+from _git import module_at  # noqa: E402
 from ocokit.algorithms import OFWTVC, OGD, ProblemInfo  # noqa: E402
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings  # noqa: E402
 from ocokit.sets import NuclearNormBall  # noqa: E402
@@ -49,17 +48,7 @@ OLD = "6df185a"
 
 def old_nuclear() -> types.ModuleType | None:
     """``ocokit.sets._nuclear`` as of :data:`OLD` (from this checkout's git), or ``None`` if unavailable."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        source = subprocess.run(
-            ["git", "show", f"{OLD}:src/ocokit/sets/_nuclear.py"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    module = types.ModuleType("ocokit_old_nuclear")
-    sys.modules[module.__name__] = module  # dataclasses (equinox modules) look their module up
-    exec(compile(source, f"{OLD}:src/ocokit/sets/_nuclear.py", "exec"), module.__dict__)
-    return module
+    return module_at(OLD, "src/ocokit/sets/_nuclear.py", "ocokit_old_nuclear")
 
 
 class ThreefryDraw(OnlineMatrixCompletion):

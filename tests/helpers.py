@@ -107,6 +107,14 @@ def quadratic_problem(dim: int = 3, n_rounds: int = 40, seed: int = 0) -> ocokit
     )
 
 
+def register_test_experiment(name: str, title: str, study: Any, **fields: Any) -> None:
+    """Register once an experiment of the tests' own (``paper="tests"``: kept off the docs and the figures)."""
+    from ocokit import experiments
+
+    if name not in experiments.names():
+        experiments.register(experiments.Experiment(name=name, paper="tests", title=title, study=study, **fields))
+
+
 def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int = 10) -> None:
     """Register once a tiny experiment of the tests' own: OGD at two step sizes on a 3-d time-varying regression
     (the command line, the store and the executors are tested on it, not on any one paper's algorithm)."""
@@ -123,6 +131,4 @@ def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int
         experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
         experiments.Algorithm(slow_label, lambda info: OGD(eta=0.01)),
     ]
-    experiments.register(
-        experiments.Experiment(name=name, paper="tests", title=f"{name} test", study=study, algorithms=algorithms)
-    )
+    register_test_experiment(name, f"{name} test", study, algorithms=algorithms)

@@ -23,6 +23,8 @@ from typer.testing import CliRunner
 from ocokit import cli, datasets, experiments
 from ocokit.experiments import Option
 
+from .helpers import register_test_experiment
+
 runner = CliRunner()
 LETTERS = st.text(string.ascii_letters, min_size=1, max_size=8)
 
@@ -31,21 +33,17 @@ def _never_reached(experiment, ctx):
     raise AssertionError("the study was reached: a bad input was not rejected before computing")
 
 
-if "fuzz-guard" not in experiments.names():
-    experiments.register(
-        experiments.Experiment(
-            name="fuzz-guard",
-            paper="tests",
-            title="command-line fuzzing guard",
-            study=_never_reached,
-            options=(
-                Option("start_hour", int, 0, "an hour of the day", low=0, high=23),
-                Option("mode", str, "a", "a mode", choices=("a", "b")),
-            ),
-            default_T=10,
-            default_seeds=1,
-        )
-    )
+register_test_experiment(
+    "fuzz-guard",
+    "command-line fuzzing guard",
+    _never_reached,
+    options=(
+        Option("start_hour", int, 0, "an hour of the day", low=0, high=23),
+        Option("mode", str, "a", "a mode", choices=("a", "b")),
+    ),
+    default_T=10,
+    default_seeds=1,
+)
 
 
 def _rejected(args: list[str], *, header: bool = False, out=None) -> str:

@@ -25,29 +25,25 @@ from ocokit.problems import CustomProblem
 from ocokit.results import load_records
 from ocokit.sets import Box
 
-from .helpers import register_two_ogd
+from .helpers import register_test_experiment, register_two_ogd
 
 pytestmark = pytest.mark.ray
 
 # Tiny experiments of the test's own: two algorithms x two seeds, one seed per unit (four units); and one
 # whose loss is infinite from round 3 (x_1 = 0 and c_3 = (0, 1): a division by zero).
-if "executors-nonfinite" not in experiments.names():
-    experiments.register(
-        experiments.Experiment(
-            name="executors-nonfinite",
-            paper="tests",
-            title="a unit that fails deterministically",
-            study=experiments.Comparison(
-                make_problem=lambda T, data_dir, options: CustomProblem(
-                    domain=Box(-1.0, 1.0, dim=2),
-                    loss=lambda c, x: jnp.sum((x - c) ** 2) / c[0],
-                    data=jnp.ones((4, 2)).at[2, 0].set(0.0),
-                ),
-                chunk_size=1,
-            ),
-            algorithms=[experiments.Algorithm("OGD", lambda info: OGD(eta=0.05))],
-        )
-    )
+register_test_experiment(
+    "executors-nonfinite",
+    "a unit that fails deterministically",
+    experiments.Comparison(
+        make_problem=lambda T, data_dir, options: CustomProblem(
+            domain=Box(-1.0, 1.0, dim=2),
+            loss=lambda c, x: jnp.sum((x - c) ** 2) / c[0],
+            data=jnp.ones((4, 2)).at[2, 0].set(0.0),
+        ),
+        chunk_size=1,
+    ),
+    algorithms=[experiments.Algorithm("OGD", lambda info: OGD(eta=0.05))],
+)
 register_two_ogd("executors-smoke", chunk_size=1)
 
 
