@@ -20,13 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import Trajectory, comparators, stack, sweep, with_comparators
+from ocokit.engine import Trajectory, comparators, split_key, stack, sweep, with_comparators
 from ocokit.executors import AbstractExecutor, Local
 from ocokit.plotting import band_figure
 from ocokit.results import (
@@ -269,6 +270,25 @@ def round_columns(traj: Trajectory, i: int) -> dict[str, np.ndarray]:
     return cols | {k: v for k, v in diag.items() if v.ndim == 1}
 
 
+def per_run(fn: Callable[..., Any], problem: Any, T: int, seeds: Sequence[int], *args: Any) -> np.ndarray:
+    """``fn(problem, episode, env_key, T, *args)`` on the environment of each of ``seeds`` (its first T rounds).
+
+    Seed ``s``'s environment is the one a run of seed ``s`` plays, learner aside (an offline quantity: an optimum,
+    a variation); one compiled computation vmapped over the seeds, ``args`` other than arrays static.
+    """
+    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+    return np.asarray(_per_run(fn, problem, T, keys, *args))
+
+
+@eqx.filter_jit
+def _per_run(fn, problem, T, keys, *args):
+    def one(key):
+        env_key = split_key(key)[0]
+        return fn(problem, problem.episode(env_key, T), env_key, T, *args)
+
+    return jax.vmap(one)(keys)
+
+
 @dataclasses.dataclass(kw_only=True)
 class Experiment:
     """A named experiment, declared as data (module doc). ``paper`` names the paper and figure."""
@@ -464,10 +484,14 @@ TUNING_CRITERION = (
 )
 
 
-def choose(grid: Sequence[float], loss: np.ndarray, ccv: np.ndarray) -> int:
-    """Index into ``grid`` chosen by :data:`TUNING_CRITERION` (``nan`` marks a diverged run)."""
+def choose(grid: Sequence[float | tuple[float, ...]], loss: np.ndarray, ccv: np.ndarray) -> int:
+    """Index into ``grid`` chosen by :data:`TUNING_CRITERION` (``nan`` marks a diverged run).
+
+    A grid value may be a tuple (a product grid over several knobs); "nearest 1" then sums each knob's
+    distance from 1 in decades.
+    """
     ok = np.isfinite(loss) & np.isfinite(ccv)
-    nearest_one = lambda idx: int(min(idx, key=lambda i: abs(np.log10(grid[i]))))  # noqa: E731
+    nearest_one = lambda idx: int(min(idx, key=lambda i: np.abs(np.log10(grid[i])).sum()))  # noqa: E731
     if not ok.any():
         return nearest_one(range(len(grid)))
     near = np.flatnonzero(ok & (loss <= np.min(loss[ok]) * 1.01 + 1e-12))
@@ -476,7 +500,7 @@ def choose(grid: Sequence[float], loss: np.ndarray, ccv: np.ndarray) -> int:
 
 def grid_search(
     learners: Sequence[AbstractLearner],
-    grid: Sequence[float],
+    grid: Sequence[float | tuple[float, ...]],
     problem: Any,
     T: int,
     seeds: Sequence[int],

@@ -94,6 +94,24 @@ def test_tuning_picks_the_smallest_loss_then_the_smallest_ccv_then_the_value_nea
     assert grid[choose(mc.GRID, loss, np.r_[0, 0, 5, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-1
 
 
+def test_a_product_grid_tunes_knobs_together_and_prefers_values_near_1_in_every_knob():
+    grid = mc.grid_of("LPM")
+    assert len(grid) == len(mc.GRID) ** 2 and (1e-4, 0.1) in grid and mc.grid_of("OPDP") == mc.GRID
+    flat = np.full(len(grid), 3.0)
+    assert grid[choose(grid, flat, np.zeros(len(grid)))] == (1.0, 1.0)
+    loss = np.where([v[0] <= 1e-3 for v in grid], 1.0, 2.0)  # every eps <= 1e-3 ties: eta nearest 1, eps 1e-3
+    assert grid[choose(grid, loss, np.zeros(len(grid)))] == (1e-3, 1.0)
+
+
+def test_build_sets_every_knob_of_a_product_grid(small_data):
+    problem = mc.make_problem("movielens")(5, small_data, mc.MATRIX_COMPLETION_MOVIELENS.parse_options())
+    info = ProblemInfo.of(problem, 5)
+    theory, tuned = mc.build("LPM", info), mc.build("LPM", info, [1e-4, 0.05])  # JSON's list form
+    np.testing.assert_allclose([tuned.eps, tuned.eta], [1e-4 * theory.eps, 0.05 * theory.eta], rtol=1e-12)
+    assert mc._describe_knob("LPM", (1e-4, 0.05)) == "eps = 0.0001 x theory, eta = 0.05 x theory"
+    assert mc._describe_knob("LPM", None) == "eps and eta at their theory values"
+
+
 def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
     monkeypatch.delenv("OCOKIT_DATA", raising=False)
     exp = experiments.get("matrix-completion-filmtrust")
@@ -140,7 +158,9 @@ def test_recorded_tuning_covers_every_method_lies_on_the_grid_and_never_used_an_
     for name in ("matrix-completion-movielens",):
         exp, table = experiments.get(name), mc.recorded(name)
         assert set(table["methods"]) == {a.label for a in exp.algorithms} - {mc.ZERO}
-        assert all(row["chosen"] in mc.GRID and row["knob"] == mc.KNOBS[m] for m, row in table["methods"].items())
+        for m, row in table["methods"].items():
+            assert mc._value(row["knob"]) == mc.KNOBS[m] and mc._value(row["chosen"]) in mc.grid_of(m)
+            assert [mc._value(v) for v in row["grid"]] == list(mc.grid_of(m)) and m in mc.tuned_values(name)
         assert min(table["seeds"]) >= mc.TUNE_SEED_OFFSET > mc.SEEDS[name]
         assert table["command"].startswith(f"python -m ocokit.experiments.matrix_completion_tuning {name} --T ")
         assert exp.default_T == mc.HORIZONS[name] and exp.default_seeds == mc.SEEDS[name] and exp.needs_data

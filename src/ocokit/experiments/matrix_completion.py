@@ -19,29 +19,24 @@ the one whose score moves over the grid) is chosen from :data:`GRID` by :data:`C
 the command that wrote it (``python -m ocokit.experiments.matrix_completion_tuning NAME --T T``); ``tune=true``
 re-runs the grid search at run time (each grid one vmapped sweep) and ``tuned=false`` uses the theory values.
 
-MovieLens (recorded grid at T = 300, loss relative to X = 0's): SCOFW-TVC learns from G = 10^3 (0.13 at
-G = 10^4); OFW-TVC's best G is 10^-3 (1.81; from G = 0.1 up the score is flat at 2.40, which is why the beta
-multiplier was the wrong knob); OPDP's best eta is its theory value (1.87); LPM's eps either freezes it at
-X = 0 (eps >= 0.1 x theory: 1.00, CCV 0) or throws it to the boundary (<= 0.01: 27x): LPM needs eps and eta
-tuned together (a probe: 0.515 at eps = 1e-4 and eta = 0.05 x theory), which the recorded grid does not do.
-The default run (T = 1000, 3 seeds, :data:`HORIZONS`) took 9 minutes on a 2-core machine: loss relative to
-X = 0's 0.071 (SCOFW-TVC), 0.776 (OFW-TVC), 0.804 (OPDP), 1 (LPM); CCV 3.3e5, 4.7e5, 3.8e5 and 0. Its
-rounds cost 3.5-76 ms, so about T = 3000 fits in 30 minutes (``--T 3000``); the full-size figure
-(``--T 10000 --seeds 10``, about 5 CPU-hours) is for a cluster (``--executor ray``).
+MovieLens (recorded grid at T = 300, loss relative to X = 0's): OFW-TVC's G (1.81 at 10^-3; flat from 0.1 up),
+SCOFW-TVC's G (0.13 at 10^4), OPDP's eta (1.87 at its theory value); LPM's eps alone either freezes it at X = 0
+or throws it to the boundary (27x), so eps and eta are tuned together (0.54 at eps = 10^-4, eta = 0.1 x theory).
+The default run (T = 1000, 3 seeds, :data:`HORIZONS`; 10 minutes on a 2-core machine, rounds of 2-98 ms) has
+every method learn: 0.071 (SCOFW-TVC), 0.685 (LPM), 0.776 (OFW-TVC), 0.804 (OPDP); the full-size figure
+(``--T 10000 --seeds 10``, several CPU-hours) is for a cluster (``--executor ray``).
 
 FilmTrust: at d = m n = 3.1e6 the one-point estimate ``(d / delta) f(x + delta u) u`` of the gradient has a
-signal-to-noise ratio of about 5e-5 per round along the true gradient at the theory smoothing radius (at most
-5e-4 for any delta below the set's inner radius r = 257), so learning needs at least 4e6 rounds (3e8 to 2e9 at
-the theory radii) at 0.07-0.28 s per round: no knob makes the bandit methods learn at a reachable horizon, and the
-comparison measures their exploration cost. The default run (T = 200, 3 seeds, 4.5 minutes) shows that cost
-with every knob at its theory value (loss relative to X = 0's: BFW-TVC 1.000, LBPM 1.000, SCBFW-TVC 3.11; CCV
-1576, 5461, 3.5e5): no grid search is recorded for FilmTrust (one at T = 100 on one seed did not finish
-in 30 minutes on a 2-core machine, LBPM's LOO chain taking most of it; ``tune=true`` runs it). Probes on
-small synthetic matrices found the knobs that move each bandit method (:data:`KNOBS`).
+signal-to-noise ratio of about 5e-5 per round at the theory smoothing radius (at most 5e-4 for any delta below
+the set's inner radius), so learning needs at least 4e6 rounds: no knob makes the bandit methods learn at a
+reachable horizon, and the default run (T = 200, 3 seeds, every knob at its theory value; no grid search is
+recorded, ``tune=true`` runs one) measures their exploration cost. Probes on small synthetic matrices found
+the knobs that move each bandit method (:data:`KNOBS`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -91,15 +86,17 @@ SEEDS = {"matrix-completion-movielens": 3, "matrix-completion-filmtrust": 3}
 TUNING_DIR = Path(__file__).with_name("tuning")
 """Where the recorded grid searches live (``<experiment>.json``, written by ``python -m`` this module)."""
 _RECONSTRUCTED = "reconstructed from the papers comparing against it (equations not checked against its own paper)"
-KNOBS = {"OFW-TVC": "G", "SCOFW-TVC": "G", "OPDP": "eta", "LPM": "eps",
+KNOBS = {"OFW-TVC": "G", "SCOFW-TVC": "G", "OPDP": "eta", "LPM": ("eps", "eta"),
          "BFW-TVC": "M", "SCBFW-TVC": "alpha_f", "LBPM": "block_constant"}  # fmt: skip
 """The tuned knob of each method: the one whose score moves over the grid (a knob whose score is flat is the
-wrong one). A theory input (:data:`THEORY_INPUTS`) is set to the grid value itself and fed into the method's
-``from_theory`` formulas: ``G`` the Lipschitz constant (OFW-TVC's effective step is proportional to 1/G; for
-BFW-TVC G is inert, Theorem 3's C_2 being dominated by its ``d M D / c`` term), ``M`` the loss bound (BFW-TVC's
-eta and beta scale with 1/M), ``alpha_f`` the strong-convexity modulus (SCBFW-TVC's step scales with
-1/alpha_f), ``block_constant`` LBPM's ``K_b = c_K T^{1/2}`` (its theory ``c_K = 6 n M`` clips the block to T,
-so the theory LBPM never updates). Any other name is the learner's field, as a multiplier of its theory value."""
+wrong one); a tuple of knobs is tuned over the product of their grids (LPM: eps alone either freezes it at
+``X = 0`` or throws it to the boundary; with eta it learns). A theory input (:data:`THEORY_INPUTS`) is set to
+the grid value itself and fed into the method's ``from_theory`` formulas: ``G`` the Lipschitz constant
+(OFW-TVC's effective step is proportional to 1/G; for BFW-TVC G is inert, Theorem 3's C_2 being dominated by
+its ``d M D / c`` term), ``M`` the loss bound (BFW-TVC's eta and beta scale with 1/M), ``alpha_f`` the
+strong-convexity modulus (SCBFW-TVC's step scales with 1/alpha_f), ``block_constant`` LBPM's
+``K_b = c_K T^{1/2}`` (its theory ``c_K = 6 n M`` clips the block to T, so the theory LBPM never updates). Any
+other name is the learner's field, as a multiplier of its theory value."""
 THEORY_INPUTS = {"G": ("grad_bound", "constraint_grad_bound"), "M": ("loss_bound",), "alpha_f": ("alpha_f",),
                  "block_constant": ("block_constant",)}  # fmt: skip
 """Knob -> the ``from_theory`` keywords that receive its value."""
@@ -117,6 +114,17 @@ ZERO = "X = 0"
 """Label of the reference line: :class:`ocokit.algorithms.Constant`, playing ``X = 0`` (zero CCV)."""
 
 
+def grid_of(label: str) -> tuple:
+    """The grid of method ``label``'s knob: :data:`GRID`, or its product with itself for a tuple of knobs."""
+    knob = KNOBS[label]
+    return GRID if isinstance(knob, str) else tuple(itertools.product(GRID, repeat=len(knob)))
+
+
+def _value(value):
+    """A knob value as :data:`GRID` holds it (JSON stores a product grid's tuples as lists)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 def recorded(name: str) -> dict:
     """The recorded grid search of experiment ``name`` (``{}`` when none is recorded)."""
     path = TUNING_DIR / f"{name}.json"
@@ -124,8 +132,10 @@ def recorded(name: str) -> dict:
 
 
 def tuned_values(name: str) -> dict[str, float]:
-    """Label -> the knob value chosen by the recorded grid search of ``name`` (:func:`recorded`)."""
-    return {m: row["chosen"] for m, row in recorded(name).get("methods", {}).items()}
+    """Label -> the knob value chosen by the recorded grid search of ``name`` (:func:`recorded`); a row that
+    tuned another knob than :data:`KNOBS` names (a table older than the knob) is not used."""
+    rows = recorded(name).get("methods", {}).items()
+    return {m: _value(row["chosen"]) for m, row in rows if _value(row["knob"]) == KNOBS.get(m)}
 
 
 def zero_loss(problem: OnlineMatrixCompletion) -> float:
@@ -139,21 +149,31 @@ def scale_knob(learner: AbstractLearner, knob: str, scale: float) -> AbstractLea
     return eqx.tree_at(lambda lrn: getattr(lrn, knob), learner, getattr(learner, knob) * scale)
 
 
-def build(label: str, info: ProblemInfo, value: float | None = None) -> AbstractLearner:
-    """Method ``label`` by its ``from_theory``, its knob (:data:`KNOBS`) at ``value`` (``None``: the theory's)."""
-    cls, keywords, _ = METHODS[label]
+def _knobs(label: str, value) -> list[tuple[str, float]]:
+    """``(knob, value)`` for each of method ``label``'s knobs at ``value`` (none for ``None``)."""
     knob = KNOBS[label]
-    if value is not None and knob in THEORY_INPUTS:
-        keywords = {**keywords, **dict.fromkeys(THEORY_INPUTS[knob], value)}
-    learner = cls.from_theory(info, **keywords)
-    return learner if value is None or knob in THEORY_INPUTS else scale_knob(learner, knob, value)
+    return [] if value is None else list(zip(knob, value, strict=True)) if isinstance(knob, tuple) else [(knob, value)]
 
 
-def _describe_knob(label: str, value: float | None) -> str:
+def build(label: str, info: ProblemInfo, value=None) -> AbstractLearner:
+    """Method ``label`` by its ``from_theory``, its knobs (:data:`KNOBS`) at ``value`` (``None``: the theory's)."""
+    cls, keywords, _ = METHODS[label]
+    pairs = _knobs(label, _value(value))
+    theory = {k: v for n, v in pairs if n in THEORY_INPUTS for k in THEORY_INPUTS[n]}
+    learner = cls.from_theory(info, **(keywords | theory))
+    for knob, v in pairs:
+        learner = learner if knob in THEORY_INPUTS else scale_knob(learner, knob, v)
+    return learner
+
+
+def _describe_knob(label: str, value) -> str:
     knob = KNOBS[label]
     if value is None:
-        return f"{knob} at its theory value"
-    return f"{knob} = {value:g} in the theorem's formulas" if knob in THEORY_INPUTS else f"{knob} = {value:g} x theory"
+        return (
+            f"{knob} at its theory value" if isinstance(knob, str) else f"{' and '.join(knob)} at their theory values"
+        )
+    return ", ".join(f"{k} = {v:g} " + ("in the theorem's formulas" if k in THEORY_INPUTS else "x theory")
+                     for k, v in _knobs(label, _value(value)))  # fmt: skip
 
 
 def algorithms(labels, values: dict[str, float], origin: str) -> tuple[Algorithm, ...]:
@@ -178,11 +198,12 @@ def tune(name: str, labels, problem, T: int, seeds: int, out: Path | None = None
     """
     info, keys, table = ProblemInfo.of(problem, T), [TUNE_SEED_OFFSET + s for s in range(seeds)], {}
     for m in labels:
-        config = {"experiment": name, "knob": KNOBS[m], "grid": GRID, "T": T, "seeds": keys,
+        grid = grid_of(m)
+        config = {"experiment": name, "knob": KNOBS[m], "grid": grid, "T": T, "seeds": keys,
                   "criterion": CRITERION, "learner": build(m, info), "problem": problem}  # fmt: skip
         path = None if out is None else Path(out) / "tuning" / f"{m}-{config_hash(config)}.json"
         batched = m not in ("LPM", "LBPM")  # their LOO loops would run in lockstep: one sweep per value
-        row = grid_search([build(m, info, v) for v in GRID], GRID, problem, T, keys, path, batched=batched)
+        row = grid_search([build(m, info, v) for v in grid], grid, problem, T, keys, path, batched=batched)
         zero = T * zero_loss(problem)
         table[m] = {"knob": KNOBS[m], **row, "loss_vs_zero": [v / zero for v in row["cumulative_loss"]]}
     return table
@@ -200,7 +221,7 @@ def _tuned_algorithms(ctx, problem) -> tuple[Algorithm, ...]:
         "experiment": exp.name, "criterion": CRITERION, "T": tune_T,
         "seeds": [TUNE_SEED_OFFSET + s for s in range(opts["tune_seeds"])], "methods": table,
     })  # fmt: skip
-    return algorithms(labels, {m: row["chosen"] for m, row in table.items()}, f"tuned now, T = {tune_T}")
+    return algorithms(labels, {m: _value(row["chosen"]) for m, row in table.items()}, f"tuned now, T = {tune_T}")
 
 
 def make_problem(dataset: str):

@@ -25,18 +25,16 @@ t..t+W-1.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ocokit import metrics
 from ocokit.algorithms import BanditOCOMemory, OCOMemoryLimitedPredictions
-from ocokit.engine import split_key
-from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, play, register
+from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, per_run, play, register
 from ocokit.problems import QuadraticWithMemory
 from ocokit.sets import Box
 
@@ -76,26 +74,14 @@ def make_problem(box: float) -> QuadraticWithMemory:
 
 def iqr(values: np.ndarray) -> list[float]:
     """Interquartile range of each column (nan entries ignored)."""
-    return [float(v) for v in np.subtract(*np.nanpercentile(values, [75, 25], axis=0))]
+    return np.subtract(*np.nanpercentile(values, [75, 25], axis=0)).tolist()
 
 
-@eqx.filter_jit
-def optimal_costs(problem: QuadraticWithMemory, keys: jax.Array, T: int) -> jax.Array:
-    """``C_T(x*)`` of the first T rounds of each run key (the engine's rounds, eq. 2 on horizon T)."""
-
-    def one(key):
-        env_key = split_key(key)[0]
-        episode = problem.episode(env_key, T)
-        ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-        data = jax.vmap(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
-        return problem.total_cost(data["A"], data["B"], episode["x_star"])
-
-    return jax.vmap(one)(keys)
-
-
-def run_keys(seed_ids: Sequence[int]) -> jax.Array:
-    """The engine's run keys of integer seeds."""
-    return jnp.stack([jax.random.PRNGKey(int(s)) for s in seed_ids])
+def _optimal_cost(problem: QuadraticWithMemory, episode, env_key, T: int) -> jax.Array:
+    """``C_T(x*)`` of one run's first T rounds (the engine's rounds, eq. 2 on horizon T)."""
+    ts = jnp.arange(1, T + 1, dtype=jnp.int32)
+    data = jax.vmap(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+    return problem.total_cost(data["A"], data["B"], episode["x_star"])
 
 
 def _bandit(law: str, estimator: str) -> BanditOCOMemory:
@@ -153,8 +139,7 @@ def _horizon(exp, ctx) -> Outcome:
         if law not in o["laws"] or est not in o["points"]:
             continue
         learner, S = algo.make(None), num_seeds(law, seeds, o["truncated_share"])
-        base = {"learner": learner, "problem": problem,
-                "seeds": S, "T_max": T}  # fmt: skip
+        base = {"learner": learner, "problem": problem, "seeds": S, "T_max": T}
 
         def compute(missing, learner=learner, S=S):
             seed_ids = [1000 * h + s for h in hs for s in range(S)]  # fresh instance per (T, seed)
@@ -162,7 +147,7 @@ def _horizon(exp, ctx) -> Outcome:
             loss, done = np.asarray(traj.loss), {}
             for i, h in enumerate(hs):
                 rows = slice(i * S, (i + 1) * S)
-                cost, best = loss[rows, :h].sum(axis=1), np.asarray(optimal_costs(problem, run_keys(seed_ids[rows]), h))
+                cost, best = loss[rows, :h].sum(axis=1), per_run(_optimal_cost, problem, h, seed_ids[rows])
                 cols = {"seed": np.asarray(seed_ids[rows]), "regret": cost - best, "cost": cost, "optimal_cost": best}
                 done[h] = cols, {"wall_seconds_per_round": seconds}
             return {h: done[h] for h in missing}
@@ -174,9 +159,8 @@ def _horizon(exp, ctx) -> Outcome:
             "regret": metrics.quartiles(reg[:, -1]),
             "reg_over_sqrt_T": metrics.quartiles(reg[:, -1] / math.sqrt(hs[-1])),
             "reg_over_T": metrics.quartiles(reg[:, -1] / hs[-1]),
-            "by_T": {"T": hs,
-                     "mean_regret": [float(v) for v in np.nanmean(np.where(np.isfinite(reg), reg, np.nan), axis=0)],
-                     "median_regret": [float(v) for v in np.nanmedian(reg, axis=0)],
+            "by_T": {"T": hs, "mean_regret": np.nanmean(np.where(np.isfinite(reg), reg, np.nan), axis=0).tolist(),
+                     "median_regret": np.nanmedian(reg, axis=0).tolist(),
                      "iqr_reg_over_sqrt_T": iqr(reg / np.sqrt(ts))},
             "seeds": S, "diverged": int((~np.isfinite(reg).all(axis=1)).sum()),
             "wall_seconds_per_round": float(np.mean([r[1]["wall_seconds_per_round"] for r in records])),
@@ -200,8 +184,7 @@ def _window(exp, ctx) -> Outcome:
                 continue
             name, S = label(law, est), num_seeds(law, seeds, o["truncated_share"])
             learners = {W: _algorithm1(law, est, W, o) for W in windows}
-            configs = {W: {"learner": lrn, "problem": problem,
-                           "seeds": S, "T": T, "W": W} for W, lrn in learners.items()}  # fmt: skip
+            configs = {W: {"learner": learners[W], "problem": problem, "seeds": S, "T": T, "W": W} for W in windows}
             compute = lambda ws, ls=learners, S=S: {W: _regrets(ls[W], problem, T, range(S)) for W in ws}  # noqa: E731
             records = list(ctx.cells(name, configs, compute).values())
             reg = np.stack([c["regret"] for c, _ in records], axis=1)  # (S, len(windows))
@@ -212,8 +195,8 @@ def _window(exp, ctx) -> Outcome:
             summary[name] = {
                 "log_regret_first_W": metrics.quartiles(log_reg[:, 0]),
                 "log_regret_last_W": metrics.quartiles(log_reg[:, -1]),
-                "by_W": {"W": windows, "median_log_regret": [float(v) for v in med],
-                         "mean_regret": [float(v) for v in np.nanmean(reg, axis=0)], "iqr_log_regret": iqr(log_reg)},
+                "by_W": {"W": windows, "median_log_regret": med.tolist(),
+                         "mean_regret": np.nanmean(reg, axis=0).tolist(), "iqr_log_regret": iqr(log_reg)},
                 "slope_per_W": slope, "r2": r2, "seeds": S, "diverged": int((~np.isfinite(reg)).sum()),
                 "wall_seconds_per_round": float(np.mean([m["wall_seconds_per_round"] for _, m in records])),
                 "note": f"delta' = {_algorithm1(law, est, 1, o).delta_prime:g}, {box}",
@@ -230,23 +213,20 @@ def _window(exp, ctx) -> Outcome:
 def literal_finite(summary) -> tuple[str, bool]:
     """The claim that the paper's literal single-point setting (on R) gives finite regret."""
     s = summary[next(k for k in summary if "literal" in k)]  # StopIteration if absent: not measured
-    return (
-        f"{s['diverged']}/{s['runs']} runs diverged (|Reg| > {DIVERGED:g} or non-finite; median Reg "
-        f"{s['median_regret']:.3g}); the one-point curves shown use {s['plotted_setting']}",
-        s["diverged"] == 0,
-    )
+    text = f"{s['diverged']}/{s['runs']} runs diverged (|Reg| > {DIVERGED:g} or non-finite; median Reg "
+    text += f"{s['median_regret']:.3g}); the one-point curves shown use {s['plotted_setting']}"
+    return text, s["diverged"] == 0
 
 
-def _two_vs_one(summary, laws, stat) -> tuple[str, bool]:
-    pairs = {law: (stat(summary[label(law, "two_point")]), stat(summary[label(law, "one_point")])) for law in laws}
-    return "; ".join(f"{LAWS[k]}: {a:.3g} vs {b:.3g}" for k, (a, b) in pairs.items()), all(
-        a < b for a, b in pairs.values()
-    )
+def _two_vs_one(what: str, laws: tuple[str, ...], stat: Callable[[dict], float]) -> Callable:
+    """Claim check: under each of ``laws``, two-point feedback has a lower ``stat`` (``what``) than one-point."""
 
+    def check(summary) -> tuple[str, bool]:
+        pairs = {law: (stat(summary[label(law, "two_point")]), stat(summary[label(law, "one_point")])) for law in laws}
+        text = "; ".join(f"{LAWS[k]}: {a:.3g} vs {b:.3g}" for k, (a, b) in pairs.items())
+        return f"{what}, two- vs one-point: {text}", all(a < b for a, b in pairs.values())
 
-def _horizon_two_vs_one(summary) -> tuple[str, bool]:
-    text, holds = _two_vs_one(summary, ("gaussian", "truncated_gaussian"), lambda s: s["regret"]["mean"])
-    return f"mean Reg at the largest T, two- vs one-point: {text}", holds
+    return check
 
 
 def _horizon_truncated_vs_gaussian(summary) -> tuple[str, bool]:
@@ -272,18 +252,14 @@ def _horizon_sublinear(summary) -> tuple[str, bool]:
     return text, slope < 1.0 and ratio < 1.0
 
 
-def _log_reg(summary, law, est="two_point") -> float:
-    return float(np.mean(summary[label(law, est)]["by_W"]["median_log_regret"]))
-
-
-def _window_two_vs_one(summary) -> tuple[str, bool]:
-    text, holds = _two_vs_one(summary, tuple(LAWS), lambda s: float(np.mean(s["by_W"]["median_log_regret"])))
-    return f"median log(Reg) averaged over W, two- vs one-point: {text}", holds
+def _log_reg(entry) -> float:
+    """A configuration's median log(Reg), averaged over W."""
+    return float(np.mean(entry["by_W"]["median_log_regret"]))
 
 
 def _window_truncated_vs_gaussian(summary) -> tuple[str, bool]:
     tg, g = summary[label("truncated_gaussian", "two_point")], summary[label("gaussian", "two_point")]
-    a, b = _log_reg(summary, "truncated_gaussian"), _log_reg(summary, "gaussian")
+    a, b = _log_reg(tg), _log_reg(g)
     iqr_tg, iqr_g = (float(np.mean(s["by_W"]["iqr_log_regret"])) for s in (tg, g))
     return (f"two-point, averaged over W: median log(Reg) {a:.3g} vs {b:.3g}; IQR of log(Reg) {iqr_tg:.3g} vs "
             f"{iqr_g:.3g}; decay per unit W {tg['slope_per_W']:.3g} vs {g['slope_per_W']:.3g}",
@@ -299,7 +275,8 @@ def _window_linear_decay(summary) -> tuple[str, bool]:
 
 
 def _window_bernoulli(summary) -> tuple[str, bool]:
-    diff = _log_reg(summary, "rademacher") - _log_reg(summary, "truncated_gaussian")
+    bernoulli, truncated = (_log_reg(summary[label(law, "two_point")]) for law in ("rademacher", "truncated_gaussian"))
+    diff = bernoulli - truncated
     better = "Bernoulli lower" if diff < 0 else "truncated Gaussian lower"
     return (f"two-point: median Reg ratio Bernoulli / truncated = {math.exp(diff):.3g} (geometric mean over W; "
             f"{better}); comparable = within a factor 10", abs(diff) < math.log(10.0))  # fmt: skip
@@ -310,7 +287,8 @@ MEMORY_PREDICTIONS_HORIZON = register(Experiment(
     title="OCO with memory: initialisation-phase regret against T", study=_horizon,
     algorithms=tuple(Algorithm(label(*c), lambda info, c=c: _bandit(*c)) for c in HORIZON_CONFIGS),
     claims=(
-        Claim("two-point feedback gives lower initialisation-phase regret than single-point", _horizon_two_vs_one),
+        Claim("two-point feedback gives lower initialisation-phase regret than single-point", _two_vs_one(
+            "mean Reg at the largest T", ("gaussian", "truncated_gaussian"), lambda s: s["regret"]["mean"])),
         Claim("truncated Gaussian smoothing beats Gaussian and fluctuates less", _horizon_truncated_vs_gaussian),
         Claim("the initialisation phase has sublinear regret: Reg/T declines in T (Theorem 1)", _horizon_sublinear),
         Claim(_LITERAL_CLAIM, literal_finite),
@@ -323,7 +301,8 @@ MEMORY_PREDICTIONS_WINDOW = register(Experiment(
         window=1, **PAPER, half_width=HALF_WIDTH, law=law, estimator=est), "Algorithm 1, K = W layers (h = 2)")
         for law in LAWS for est in POINTS),
     claims=(
-        Claim("two-point feedback gives lower regret than single-point", _window_two_vs_one),
+        Claim("two-point feedback gives lower regret than single-point",
+              _two_vs_one("median log(Reg) averaged over W", tuple(LAWS), _log_reg)),
         Claim("truncated Gaussian smoothing beats Gaussian and fluctuates less", _window_truncated_vs_gaussian),
         Claim("log(Reg) falls about linearly in W for the truncated Gaussian (Theorem 2)", _window_linear_decay),
         Claim("Bernoulli smoothing is comparable to the truncated Gaussian", _window_bernoulli),

@@ -21,11 +21,9 @@ import math
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ocokit.algorithms import COLDQ, OGD, Hedge, MirrorProx, ProblemInfo, SimplexMirrorProx, YuNeelyWei
-from ocokit.engine import split_key
 from ocokit.harness import (
     ALGORITHMS,
     Algorithm,
@@ -35,6 +33,7 @@ from ocokit.harness import (
     Option,
     Outcome,
     exponent,
+    per_run,
     play,
     register,
     round_columns,
@@ -44,23 +43,21 @@ from ocokit.metrics import mean_std
 from ocokit.problems import DriftingAllocation, DriftingQuadratic
 
 
-def _mp(cls, norm, key):
-    return lambda p, info, V: cls.from_theory(info, variation=V[key], **p.theory_constants(*norm),
+def _mp(cls, norm):
+    return lambda p, info, V: cls.from_theory(info, variation=V, **p.theory_constants(*norm),
                                               known_constraints=p.fixed_constraints)  # fmt: skip
 
 
-# label -> (make(problem, info, V), the norm of V it needs in advance, note)
+# label -> (make(problem, info, V), the norm of V it needs in advance (None: V is None), note)
 GRADUAL = {
-    "MirrorProx": (_mp(MirrorProx, (), "l2"), "l2", "Alg. 1, V known (max realized V_* over seeds)"),
-    "MirrorProx V=4F2T": (lambda p, info, V: MirrorProx.from_theory(info, **p.theory_constants(),
-                          known_constraints=p.fixed_constraints), None, "Alg. 1, worst-case V = 4 F^2 T (V unknown)"),
+    "MirrorProx": (_mp(MirrorProx, ()), "l2", "Alg. 1, V known (max realized V_* over seeds)"),
+    "MirrorProx V=4F2T": (_mp(MirrorProx, ()), None, "Alg. 1, worst-case V = 4 F^2 T (V unknown)"),
     "YuNeelyWei": (lambda p, info, V: YuNeelyWei.from_theory(info), None, "drift-plus-penalty OGD"),
     "OGD": (lambda p, info, V: OGD.from_theory(info), None, "ignores the constraints"),
 }  # fmt: skip
 SIMPLEX = {
-    "SimplexMirrorProx": (_mp(SimplexMirrorProx, ("linf",), "linf"), "linf",
-                          "Alg. 2 (entropic, nu = 1/T), V_inf known"),
-    "MirrorProx": (_mp(MirrorProx, ("l2",), "l2"), "l2", "Alg. 1, Euclidean geometry on the simplex, V_2 known"),
+    "SimplexMirrorProx": (_mp(SimplexMirrorProx, ("linf",)), "linf", "Alg. 2 (entropic, nu = 1/T), V_inf known"),
+    "MirrorProx": (_mp(MirrorProx, ("l2",)), "l2", "Alg. 1, Euclidean geometry on the simplex, V_2 known"),
     "Hedge": (lambda p, info, V: Hedge.from_theory(info, grad_bound=1.0), None, "entropic, no constraints"),
     "OGD": (lambda p, info, V: OGD.from_theory(info), None, "Euclidean, no constraints"),
     "YuNeelyWei": (lambda p, info, V: YuNeelyWei.from_theory(info), None, "drift-plus-penalty OGD"),
@@ -71,24 +68,16 @@ _COLDQ_ON_BALL = ("not run: COLDQ's exact per-round hinge prox handles a quadrat
                   "(paper 003 solver), and this problem has a Euclidean ball")  # fmt: skip
 
 
-@eqx.filter_jit
-def _variations(problem, keys, T: int, norm: str):
-    """The realized gradual variation of each run key (one compiled, vmapped computation)."""
-
-    def one(key):
-        env_key = split_key(key)[0]
-        episode = problem.episode(env_key, T)
-        if isinstance(problem, DriftingQuadratic):  # l2 only
-            return problem.gradient_variation(episode, env_key, T)
-        return problem.gradient_variation(episode, env_key, T, norm)
-
-    return jax.vmap(one)(keys)
+def _variation(problem, episode, env_key, T: int, norm: str):
+    """The realized gradual variation of one run, in ``norm``."""
+    if isinstance(problem, DriftingQuadratic):  # l2 only
+        return problem.gradient_variation(episode, env_key, T)
+    return problem.gradient_variation(episode, env_key, T, norm)
 
 
 def _known_variation(problem, T: int, seeds: int, norm: str) -> tuple[float, list[float]]:
     """The largest realized gradual variation over seeds ``0..seeds-1`` (an upper bound for each run)."""
-    keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
-    values = [float(v) for v in np.asarray(_variations(problem, keys, T, norm))]
+    values = [float(v) for v in per_run(_variation, problem, T, range(seeds), norm)]
     return max(values), values
 
 
@@ -108,9 +97,9 @@ def _lemma55_gap(learner, info, traj, i) -> float | None:
 def _cell(ctx, label, method, problem, T) -> dict[str, np.ndarray]:
     """Per-seed final regret, signed violation, wall time and Lemma 5.5 gap of one (method, problem, T)."""
     make, norm, _ = method
-    info, V, realized = ProblemInfo.of(problem, T), {}, []
+    info, V, realized = ProblemInfo.of(problem, T), None, []
     if norm is not None:
-        V[norm], realized = _known_variation(problem, T, ctx.seeds, norm)
+        V, realized = _known_variation(problem, T, ctx.seeds, norm)
     learner = make(problem, info, V)
     config = {"learner": learner, "problem": problem, "T": T}
 
@@ -120,15 +109,14 @@ def _cell(ctx, label, method, problem, T) -> dict[str, np.ndarray]:
                     {"seed": s, "wall_seconds": seconds * T, "V_realized": realized[s] if realized else None,
                      "lemma55_gap": _lemma55_gap(learner, info, traj, i)}) for i, s in enumerate(missing)}  # fmt: skip
 
-    finals: dict[str, list[float]] = {"regret": [], "violation": [], "seconds": [], "lemma55_gap": []}
-    for cols, meta in ctx.cells(label, {s: {**config, "seed": s} for s in range(ctx.seeds)}, compute).values():
-        g = np.stack([v for k, v in cols.items() if k.startswith("g") and k[1:].isdigit()], axis=1)
-        finals["regret"].append(float(np.sum(cols["loss"] - cols["comparator_loss"])))
-        finals["violation"].append(float(np.max(g.sum(axis=0))))
-        finals["seconds"].append(meta["wall_seconds"])
-        if meta.get("lemma55_gap") is not None:
-            finals["lemma55_gap"].append(meta["lemma55_gap"])
-    return {k: np.asarray(v) for k, v in finals.items()}
+    runs = ctx.cells(label, {s: {**config, "seed": s} for s in range(ctx.seeds)}, compute).values()
+    g = [np.stack([v for k, v in c.items() if k.startswith("g") and k[1:].isdigit()], axis=1) for c, _ in runs]
+    return {
+        "regret": np.asarray([float(np.sum(c["loss"] - c["comparator_loss"])) for c, _ in runs]),
+        "violation": np.asarray([float(np.max(gs.sum(axis=0))) for gs in g]),
+        "seconds": np.asarray([m["wall_seconds"] for _, m in runs]),
+        "lemma55_gap": np.asarray([m["lemma55_gap"] for _, m in runs if m.get("lemma55_gap") is not None]),
+    }
 
 
 def _horizons(T: int, options) -> list[int]:
@@ -145,8 +133,11 @@ def _fit(st, key, xs, values) -> None:
     st.update({} if fit is None else {key: {"mean": fit[0], "std": fit[1]}})
 
 
-def _rv(st, cell, suffix) -> None:
-    st[f"regret_{suffix}"], st[f"violation_{suffix}"] = mean_std(cell["regret"]), mean_std(cell["violation"])
+def _rv(st, cells, names) -> list[float]:
+    """``st``'s regret and violation of each cell of ``names`` (key -> suffix); the mean regrets, in order."""
+    for k, n in names.items():
+        st[f"regret_{n}"], st[f"violation_{n}"] = mean_std(cells[k]["regret"]), mean_std(cells[k]["violation"])
+    return [st[f"regret_{n}"]["mean"] for n in names.values()]
 
 
 def _run_all(ctx, methods, spec, stats, hidden, figures):
@@ -175,20 +166,13 @@ def _gradual(exp, ctx) -> Outcome:
     def stats(cells):
         st = {f"V_drift{d:g}_T{T_v}": {"mean": mean_V[d], "std": 0.0} for d in drifts}
         for r, _ in regimes:
-            for h in horizons:
-                _rv(st, cells[(r, h)], f"{r}_T{h}")
+            regrets = _rv(st, cells, {(r, h): f"{r}_T{h}" for h in horizons})
             st[f"violation_{r}_first"] = st[f"violation_{r}_T{horizons[0]}"]
             st[f"violation_{r}_last"] = st[f"violation_{r}_T{horizons[-1]}"]
-            _fit(st, f"regret_exponent_T_{r}", horizons, [st[f"regret_{r}_T{h}"]["mean"] for h in horizons])
-        for d in drifts:
-            _rv(st, cells[("V", d)], f"drift{d:g}_T{T_v}")
+            _fit(st, f"regret_exponent_T_{r}", horizons, regrets)
+        regrets = dict(zip(drifts, _rv(st, cells, {("V", d): f"drift{d:g}_T{T_v}" for d in drifts}), strict=True))
         above = [d for d in drifts if mean_V[d] > 1.0]  # V_* > L_f^2 = 1: the sqrt(V_*) regime
-        _fit(
-            st,
-            "regret_exponent_V",
-            [mean_V[d] for d in above],
-            [st[f"regret_drift{d:g}_T{T_v}"]["mean"] for d in above],
-        )
+        _fit(st, "regret_exponent_V", [mean_V[d] for d in above], [regrets[d] for d in above])
         return st
 
     names = (("static", "static (V* = O(1))"), ("iid", "i.i.d. (V* ~ T)"))
@@ -213,14 +197,11 @@ def _simplex(exp, ctx) -> Outcome:
 
     def stats(cells):
         st = {}
-        for h in horizons:
-            _rv(st, cells[("T", h)], f"T{h}")
+        regrets = _rv(st, cells, {("T", h): f"T{h}" for h in horizons})
         for end, h in (("first", horizons[0]), ("last", horizons[-1])):
             st[f"violation_over_log_Td_{end}"] = {"mean": st[f"violation_T{h}"]["mean"] / math.log(h * dim), "std": 0.0}
-        _fit(st, "regret_exponent_T", horizons, [st[f"regret_T{h}"]["mean"] for h in horizons])
-        for d in dims:
-            _rv(st, cells[("d", d)], f"d{d}_T{T_d}")
-        _fit(st, "regret_exponent_d", dims, [st[f"regret_d{d}_T{T_d}"]["mean"] for d in dims])
+        _fit(st, "regret_exponent_T", horizons, regrets)
+        _fit(st, "regret_exponent_d", dims, _rv(st, cells, {("d", d): f"d{d}_T{T_d}" for d in dims}))
         return st
 
     panels_T = [(f"{w} (d = {dim})", [("T", h) for h in horizons], w) for w in ("regret", "violation")]
@@ -233,11 +214,18 @@ def _simplex(exp, ctx) -> Outcome:
     ])  # fmt: skip
 
 
+def _slope(label: str, key: str, bound: float, what: str):
+    """Claim check: ``label``'s fitted exponent ``key`` of the regret against ``what`` is at most ``bound``."""
+
+    def check(summary):
+        e = summary[label][key]["mean"]
+        return f"fitted exponent of regret vs {what}: {e:.3f}", e <= bound
+
+    return check
+
+
 def _claims_gradual() -> tuple[Claim, ...]:
     mp, dpp = "MirrorProx", "YuNeelyWei"
-
-    def slope(key, bound, what):
-        return lambda s: (f"fitted exponent of regret vs {what}: {s[mp][key]['mean']:.3f}", s[mp][key]["mean"] <= bound)
 
     def bounded(summary):
         parts, holds = [], True
@@ -250,17 +238,16 @@ def _claims_gradual() -> tuple[Claim, ...]:
     def versus_dpp(summary):
         ours, theirs = ([summary[k][f"violation_{r}_last"]["mean"] for r in ("static", "iid")] for k in (mp, dpp))
         text = f"largest T, static / i.i.d.: MirrorProx {ours[0]:.3g} / {ours[1]:.3g}, "
-        return text + f"YuNeelyWei {theirs[0]:.3g} / {theirs[1]:.3g}", all(
-            a < b for a, b in zip(ours, theirs, strict=True)
-        )
+        text += f"YuNeelyWei {theirs[0]:.3g} / {theirs[1]:.3g}"
+        return text, all(a < b for a, b in zip(ours, theirs, strict=True))
 
     return (
         Claim("Thm 4.1: regret O(max{sqrt(V_*), L_f}) is flat in T when V_* = O(1) (exponent <= 0.2)",
-              slope("regret_exponent_T_static", 0.2, "T (static losses)")),
+              _slope(mp, "regret_exponent_T_static", 0.2, "T (static losses)")),
         Claim("Thm 4.1: with V_* linear in T, regret grows about like sqrt(T) or slower (exponent <= 0.6)",
-              slope("regret_exponent_T_iid", 0.6, "T (i.i.d. losses)")),
+              _slope(mp, "regret_exponent_T_iid", 0.6, "T (i.i.d. losses)")),
         Claim("Thm 4.1: at a fixed T, regret grows like sqrt(V_*) or slower (exponent <= 0.6)",
-              slope("regret_exponent_V", 0.6, "V_* at fixed T")),
+              _slope(mp, "regret_exponent_V", 0.6, "V_* at fixed T")),
         Claim("Thm 4.2: the signed violation max_k sum_t g_k(x_t) is O(1): it does not grow with T", bounded),
         Claim("Lemma 5.5: sum_t g_k(x_t) <= (Q_k(T+1) - Q_k(1)) / gamma exactly, on every run", _lemma55((mp,))),
         Claim("Table 1: O(1) violation, below drift-plus-penalty's O(sqrt(T)) at the largest T", versus_dpp),
@@ -278,27 +265,22 @@ def _lemma55(labels):
 def _claims_simplex() -> tuple[Claim, ...]:
     smp, emp = "SimplexMirrorProx", "MirrorProx"
 
-    def polylog(summary):
-        e = summary[smp]["regret_exponent_T"]["mean"]
-        return f"fitted exponent of regret vs T (static costs, V_inf = O(1)): {e:.3f}", e <= 0.25
-
     def violation_log(summary):
         first, last = (summary[smp][f"violation_over_log_Td_{e}"]["mean"] for e in ("first", "last"))
         return f"max_k sum_t g_k / log(T d): {first:.3g} (smallest T) -> {last:.3g} (largest T)", last <= first + 0.05
 
     def dimension(summary):
         a, b = summary[smp]["regret_exponent_d"]["mean"], summary[emp]["regret_exponent_d"]["mean"]
-        return (
-            f"fitted exponent of regret vs d: SimplexMirrorProx {a:.3f}, Euclidean MirrorProx {b:.3f}",
-            a <= 0.5 and a < b,
-        )
+        text = f"fitted exponent of regret vs d: SimplexMirrorProx {a:.3f}, Euclidean MirrorProx {b:.3f}"
+        return text, a <= 0.5 and a < b
 
     return (
-        Claim("Thm 6.1: with V_inf = O(1), Alg. 2's regret grows only polylogarithmically in T", polylog),
+        Claim("Thm 6.1: with V_inf = O(1), Alg. 2's regret grows only polylogarithmically in T",
+              _slope(smp, "regret_exponent_T", 0.25, "T (static costs, V_inf = O(1))")),
         Claim("Thm 6.2: Alg. 2's violation is O(log(T d)): violation / log(T d) does not grow", violation_log),
         Claim("Thm 6.1: d enters Alg. 2 through log d, the Euclidean mirror prox polynomially", dimension),
         Claim("Lemma 5.5 holds exactly on every mirror-prox run", _lemma55((smp, emp))),
-    )
+    )  # fmt: skip
 
 
 _GRID = (

@@ -20,16 +20,14 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ocokit import metrics
 from ocokit.algorithms import OFW, SCOFW, OFWLineSearch, ProblemInfo
-from ocokit.algorithms._base import AbstractLearner
-from ocokit.engine import split_key, stack
-from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, Summary, play, register
+from ocokit.engine import stack
+from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, Summary, per_run, play, register
 from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.problems._base import AbstractProblem
 from ocokit.sets import L1Ball, L2Ball, LpBall
@@ -42,11 +40,15 @@ def _ofw_with_thm1_eta(info: ProblemInfo) -> OFW:
     return OFW.from_theory(info, eta=float(OFWLineSearch.from_theory(info).eta))
 
 
-LEARNERS: dict[str, Callable[[ProblemInfo], AbstractLearner]] = {
-    "OFW-LS": OFWLineSearch.from_theory, "OFW": OFW.from_theory, "OFW, Thm-1 eta": _ofw_with_thm1_eta,
-    "SC-OFW": SCOFW.from_theory,
-}  # fmt: skip
-"""Legend label -> factory with the theorems' parameters for the horizon in ``info``."""
+ALGORITHMS = (
+    Algorithm("OFW-LS", OFWLineSearch.from_theory, "paper 001 Algorithm 1, eta = D / (2 G (T+2)^{2/3})"),
+    Algorithm("OFW", OFW.from_theory, "Hazan-Kale OFW, eta = D / (2 G T^{3/4}), sigma_t = min(1, 2/sqrt t)"),
+    Algorithm("OFW, Thm-1 eta", _ofw_with_thm1_eta,
+              "ablation: Hazan-Kale's decaying step with OFW-LS's eta (no theorem)"),
+    Algorithm("SC-OFW", SCOFW.from_theory, "paper 001 Algorithm 2, lam = the losses' strong convexity"),
+)  # fmt: skip
+LEARNERS = {a.label: a for a in ALGORITHMS}
+"""Legend label -> the algorithm, its factory giving the theorems' parameters for the horizon in ``info``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,25 +93,22 @@ def horizons(T: int, points: int) -> list[int]:
     return grid
 
 
-@eqx.filter_jit
-def _comparator_losses(problem: AbstractProblem, Ts: jax.Array, T_max: int, keys: jax.Array) -> jax.Array:
-    """``f_t(x*_Tb)`` for t <= Tb (0 after), shape ``(B, S, T_max)``: the best fixed point of each prefix.
+def _prefix_comparator_losses(problem: AbstractProblem, episode, env_key, T: int, Ts: jax.Array) -> jax.Array:
+    """``f_t(x*_Tb)`` for t <= Tb (0 after), shape ``(B, T)``: the best fixed point of each prefix Tb in ``Ts``.
 
     ``x*_Tb = problem.best_fixed(episode, env_key, Tb)`` with ``Tb`` traced (vmapped over the grid).
     """
 
-    def one(T, key):
-        env_key, _ = split_key(key)
-        episode = problem.episode(env_key, T_max)
-        x_star = problem.best_fixed(episode, env_key, T)
+    def one(Tb):
+        x_star = problem.best_fixed(episode, env_key, Tb)
 
         def body(_, t):
             data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
-            return None, jnp.where(t <= T, problem.loss(data, x_star), 0.0)
+            return None, jnp.where(t <= Tb, problem.loss(data, x_star), 0.0)
 
-        return jax.lax.scan(body, None, jnp.arange(1, T_max + 1, dtype=jnp.int32))[1]
+        return jax.lax.scan(body, None, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
 
-    return jax.vmap(lambda T: jax.vmap(lambda k: one(T, k))(keys))(Ts)
+    return jax.vmap(one)(Ts)
 
 
 def _set_constant(domain) -> float | None:
@@ -146,47 +145,31 @@ def theorem_bound(algorithm: str, problem: AbstractProblem, T: int) -> float | N
     return None
 
 
-def _exponent(summary: Summary, key: str) -> float:
-    value = summary[key]["regret_exponent"]["mean"]
-    if not math.isfinite(value):
-        raise KeyError(f"{key} (regret not positive: no fit)")
-    return value
-
-
-def _at_most(key: str, bound: float) -> Callable[[Summary], tuple[str, bool]]:
-    return lambda s: (f"fitted exponent {_exponent(s, key):.3f} (se {s[key]['regret_exponent']['se']:.3f}) "
-                      f"vs {bound:.3f}",
-                      _exponent(s, key) <= bound + TOLERANCE)  # fmt: skip
-
-
-def _below(smaller: str, larger: str) -> Callable[[Summary], tuple[str, bool]]:
-    return lambda s: (
-        f"{_exponent(s, smaller):.3f} vs {_exponent(s, larger):.3f}",
-        _exponent(s, smaller) < _exponent(s, larger),
-    )
-
-
 _S = {s.key: s for s in SETTINGS}
-_KEY = {k: {a: label(a, s) for a in LEARNERS} for k, s in _S.items()}
-CLAIMS = (
-    *(Claim(f"OFW with line search: regret O(T^{{2/3}}) over the {b} ball (001 Thm 1)",
-            _at_most(_KEY[k]["OFW-LS"], 2 / 3)) for k, b in (("l2-linear", "l2"), ("lp-linear", "l_1.5"))),
-    Claim("classic OFW: regret O(T^{3/4}) on every set (Hazan 2016, as recalled in 001)",
-          lambda s: _all(s, [_at_most(_KEY[k]["OFW"], 3 / 4) for k in ("l2-linear", "lp-linear", "l1-linear")])),
-    Claim("with the theorems' parameters, over strongly convex sets exponent(OFW-LS) < exponent(OFW)",
-          lambda s: _all(s, [_below(_KEY[k]["OFW-LS"], _KEY[k]["OFW"]) for k in ("l2-linear", "lp-linear")])),
-    Claim("every regret stays below its theorem's explicit bound (001 Thms 1-3; Hazan 2016 Thm 7.3)",
-          lambda s: _bounds_hold(s)),
-    Claim("SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (001 Thm 2)",
-          _at_most(_KEY["l2-quadratic"]["SC-OFW"], 1 / 2)),
-    Claim("SC-OFW: regret O(T^{2/3}) over any convex set, here the l1 ball (001 Thm 3)",
-          _at_most(_KEY["l1-quadratic"]["SC-OFW"], 2 / 3)),
-)  # fmt: skip
 
 
-def _all(summary: Summary, checks: list[Callable[[Summary], tuple[str, bool]]]) -> tuple[str, bool]:
-    results = [c(summary) for c in checks]
-    return "; ".join(text for text, _ in results), all(holds for _, holds in results)
+def _exponent(summary: Summary, algorithm: str, setting: str) -> tuple[float, float]:
+    key = label(algorithm, _S[setting])
+    if not math.isfinite(summary[key]["regret_exponent"]["mean"]):
+        raise KeyError(f"{key} (regret not positive: no fit)")
+    return summary[key]["regret_exponent"]["mean"], summary[key]["regret_exponent"]["se"]
+
+
+def _at_most(algorithm: str, bound: float, *settings: str) -> Callable[[Summary], tuple[str, bool]]:
+    def check(summary: Summary) -> tuple[str, bool]:
+        fits = [_exponent(summary, algorithm, k) for k in settings]
+        text = "; ".join(f"fitted exponent {e:.3f} (se {se:.3f}) vs {bound:.3f}" for e, se in fits)
+        return text, all(e <= bound + TOLERANCE for e, _ in fits)
+
+    return check
+
+
+def _below(smaller: str, larger: str, *settings: str) -> Callable[[Summary], tuple[str, bool]]:
+    def check(summary: Summary) -> tuple[str, bool]:
+        pairs = [(_exponent(summary, smaller, k)[0], _exponent(summary, larger, k)[0]) for k in settings]
+        return "; ".join(f"{a:.3f} vs {b:.3f}" for a, b in pairs), all(a < b for a, b in pairs)
+
+    return check
 
 
 def _bounds_hold(summary: Summary) -> tuple[str, bool]:
@@ -195,6 +178,21 @@ def _bounds_hold(summary: Summary) -> tuple[str, bool]:
         raise KeyError("bound_ratio")
     worst = max(ratios, key=ratios.get)
     return f"largest regret / bound {ratios[worst]:.4f} ({worst}), {len(ratios)} runs", ratios[worst] < 1.0
+
+
+CLAIMS = (
+    *(Claim(f"OFW with line search: regret O(T^{{2/3}}) over the {b} ball (001 Thm 1)", _at_most("OFW-LS", 2 / 3, k))
+      for k, b in (("l2-linear", "l2"), ("lp-linear", "l_1.5"))),
+    Claim("classic OFW: regret O(T^{3/4}) on every set (Hazan 2016, as recalled in 001)",
+          _at_most("OFW", 3 / 4, "l2-linear", "lp-linear", "l1-linear")),
+    Claim("with the theorems' parameters, over strongly convex sets exponent(OFW-LS) < exponent(OFW)",
+          _below("OFW-LS", "OFW", "l2-linear", "lp-linear")),
+    Claim("every regret stays below its theorem's explicit bound (001 Thms 1-3; Hazan 2016 Thm 7.3)", _bounds_hold),
+    Claim("SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (001 Thm 2)",
+          _at_most("SC-OFW", 1 / 2, "l2-quadratic")),
+    Claim("SC-OFW: regret O(T^{2/3}) over any convex set, here the l1 ball (001 Thm 3)",
+          _at_most("SC-OFW", 2 / 3, "l1-quadratic")),
+)  # fmt: skip
 
 
 def _fit(Ts: list[int], finals: np.ndarray) -> dict[str, float]:
@@ -216,14 +214,13 @@ def _study(exp: Experiment, ctx) -> Outcome:
     for setting in (s for s in SETTINGS if s.key in ran):
         problem, env = setting.make_problem(dim), {}
         for algo, theory in setting.theory.items():
-            learner = stack([LEARNERS[algo](ProblemInfo.of(problem, Tb)) for Tb in grid])
+            learner = stack([LEARNERS[algo].make(ProblemInfo.of(problem, Tb)) for Tb in grid])
             base = {"algorithm": algo, "setting": setting.key, "learner": learner,
                     "problem": problem, "horizons": grid, "dim": dim}  # fmt: skip
 
             def compute(missing, learner=learner, problem=problem, env=env):
-                if "c" not in env:
-                    keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
-                    env["c"] = np.asarray(_comparator_losses(problem, jnp.asarray(grid), T, keys))
+                if "c" not in env:  # (S, B, T)
+                    env["c"] = per_run(_prefix_comparator_losses, problem, T, range(seeds), jnp.asarray(grid))
                 traj, seconds = play(learner, problem, T, missing, batched_learner=True)
                 losses, done = np.asarray(traj.loss), {}  # (B, S, T)
                 for i, s in enumerate(missing):
@@ -231,7 +228,7 @@ def _study(exp: Experiment, ctx) -> Outcome:
                     for b, Tb in enumerate(grid):
                         keep = np.arange(T) < Tb
                         cols[f"loss_T{Tb}"] = np.where(keep, losses[b, i], np.nan)
-                        cols[f"regret_T{Tb}"] = np.where(keep, np.cumsum(losses[b, i] - env["c"][b, s]), np.nan)
+                        cols[f"regret_T{Tb}"] = np.where(keep, np.cumsum(losses[b, i] - env["c"][s, b]), np.nan)
                     done[s] = cols, {"seed": s, "wall_seconds_per_round": seconds}
                 return done
 
@@ -239,22 +236,19 @@ def _study(exp: Experiment, ctx) -> Outcome:
             records = [r[0] for r in ctx.cells(f"{algo}-{setting.key}", configs, compute).values()]
             final = np.array([[r[f"regret_T{Tb}"][Tb - 1] for Tb in grid] for r in records])  # (S, B)
             finals[setting.family].setdefault(algo, {})[setting.title] = final
-            curves[setting.family].setdefault(algo, {})[setting.title] = np.stack(
-                [r[f"regret_T{grid[-1]}"] for r in records]
-            )
+            curves[setting.family].setdefault(algo, {})[setting.title] = np.stack([r[f"regret_T{T}"] for r in records])
             bounds = [theorem_bound(algo, problem, Tb) for Tb in grid]
             ratio = None if bounds[0] is None else float(np.max(final.mean(axis=0) / np.asarray(bounds)))
             summary[label(algo, setting)] = {
                 "regret_exponent": _fit(grid, final), "theory_exponent": theory, "bound_ratio": ratio,
-                "static_regret": {"mean": float(final[:, -1].mean()), "std": float(final[:, -1].std())},
-                "horizons": grid, "mean_regret": [float(v) for v in final.mean(axis=0)],
-                "note": next(a.note for a in exp.algorithms if a.label == algo),
+                "static_regret": metrics.mean_std(final[:, -1]), "horizons": grid,
+                "mean_regret": final.mean(axis=0).tolist(), "note": LEARNERS[algo].note,
             }  # fmt: skip
     return Outcome(summary, _figures(grid, ran, finals, curves))
 
 
 def _figures(grid: list[int], ran: list[str], finals, curves) -> list[Figure]:
-    x, figures = np.log10(np.asarray(grid, dtype=float)), []
+    x, ratio, figures = np.log10(np.asarray(grid, dtype=float)), np.asarray(grid) / grid[0], []
     guides = {"linear": (("OFW-LS", 2 / 3), ("OFW", 3 / 4)), "quadratic": (("SC-OFW", 1 / 2), ("OFW-LS", 2 / 3))}
     for family, what in (("linear", "linear losses"), ("quadratic", "strongly convex losses")):
         panels = [s.title for s in SETTINGS if s.family == family and s.key in ran]
@@ -262,10 +256,8 @@ def _figures(grid: list[int], ran: list[str], finals, curves) -> list[Figure]:
             continue
         drawn = dict(finals[family])
         for algo, slope in guides[family]:  # reference slopes through each learner's first point
-            drawn[f"slope {slope:.2g} through {algo}"] = {
-                p: (finals[family][algo][p].mean(axis=0)[0] * (np.asarray(grid) / grid[0]) ** slope)[None]
-                for p in panels
-            }
+            first = {p: finals[family][algo][p].mean(axis=0)[0] for p in panels}
+            drawn[f"slope {slope:.2g} through {algo}"] = {p: (first[p] * ratio**slope)[None] for p in panels}
         title = f"static regret at horizon T (mean +- std over seeds), {what} (001)"
         figures.append(
             Figure(drawn, f"-{family}", panels, {"x": x, "xlabel": "log10 T", "logy": panels, "title": title})
@@ -278,13 +270,7 @@ def _figures(grid: list[int], ran: list[str], finals, curves) -> list[Figure]:
 STRONGLY_CONVEX_SETS = register(Experiment(
     name=NAME, paper="001 (no experiments in the paper: its theorems' exponents)", study=_study, claims=CLAIMS,
     title="Regret exponents of projection-free OFW over strongly convex sets", default_T=4000, default_seeds=5,
-    algorithms=(
-        Algorithm("OFW-LS", OFWLineSearch.from_theory, "paper 001 Algorithm 1, eta = D / (2 G (T+2)^{2/3})"),
-        Algorithm("OFW", OFW.from_theory, "Hazan-Kale OFW, eta = D / (2 G T^{3/4}), sigma_t = min(1, 2/sqrt t)"),
-        Algorithm("OFW, Thm-1 eta", _ofw_with_thm1_eta,
-                  "ablation: Hazan-Kale's decaying step with OFW-LS's eta (no theorem)"),
-        Algorithm("SC-OFW", SCOFW.from_theory, "paper 001 Algorithm 2, lam = the losses' strong convexity"),
-    ),
+    algorithms=ALGORITHMS,
     options=(
         Option("dim", int, 10, "dimension d of every set", low=1),
         Option("points", int, 6, "horizons in the grid T / 2^k", low=1),

@@ -16,8 +16,10 @@ same accumulated loss"; we run the printed parameters unchanged and report what 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ocokit.algorithms import COLDQ, RECOO, COLDQExpert, Yi2021, Yi2023, YuNeelyWei
-from ocokit.harness import ALGORITHMS, Algorithm, Claim, Comparison, Experiment, Option, final, register
+from ocokit.harness import ALGORITHMS, Algorithm, Claim, Comparison, Experiment, Option, Summary, final, register
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
 from ocokit.problems._job_scheduling import MAY_FIRST_HOUR
 
@@ -28,29 +30,20 @@ YNW_LABEL = "Yu-Neely-Wei DPP (extra reference)"
 EXPERT_LABEL = "COLDQ-Expert (extra reference)"
 
 
-def _comparable(a: float, b: float) -> bool:
-    return a <= b + COMPARABLE * abs(b)
+def _versus_recoo(at_most: float, as_reduction: bool) -> Callable[[Summary], tuple[str, bool]]:
+    """Claim check: COLDQ's final hard violation at most ``at_most`` x RECOO's at a comparable accumulated loss
+    (the violations in words: COLDQ's reduction in percent, or their ratio)."""
 
+    def check(summary: Summary) -> tuple[str, bool]:
+        vc, vr = final(summary, "COLDQ", "hard_violation"), final(summary, "RECOO", "hard_violation")
+        lc, lr = final(summary, "COLDQ", "cumulative_loss"), final(summary, "RECOO", "cumulative_loss")
+        ratio = vc / vr if vr > 0 else float("nan" if as_reduction else "inf")
+        how = f"{100 * (1.0 - ratio):.1f}% lower" if as_reduction else f"ratio {ratio:.3g}"
+        text = f"hard violation COLDQ {vc:.4g} vs RECOO {vr:.4g} ({how}); accumulated loss "
+        text += f"COLDQ {lc:.4g} vs RECOO {lr:.4g} ({100 * (lc - lr) / abs(lr):+.1f}%)"
+        return text, bool(vc <= at_most * vr and lc <= lr + COMPARABLE * abs(lr))
 
-def _pair(summary) -> tuple[float, float, float, float, str]:
-    vc, vr = final(summary, "COLDQ", "hard_violation"), final(summary, "RECOO", "hard_violation")
-    lc, lr = final(summary, "COLDQ", "cumulative_loss"), final(summary, "RECOO", "cumulative_loss")
-    loss = f"COLDQ {lc:.4g} vs RECOO {lr:.4g} ({100 * (lc - lr) / abs(lr):+.1f}%)"
-    return vc, vr, lc, lr, loss
-
-
-def _claim_fig1(summary) -> tuple[str, bool]:
-    vc, vr, lc, lr, loss = _pair(summary)
-    reduction = 1.0 - vc / vr if vr > 0 else float("nan")
-    text = f"hard violation COLDQ {vc:.4g} vs RECOO {vr:.4g} ({100 * reduction:.1f}% lower); accumulated loss {loss}"
-    return text, bool(vc <= 0.6 * vr and _comparable(lc, lr))
-
-
-def _claim_fixed(summary) -> tuple[str, bool]:
-    vc, vr, lc, lr, loss = _pair(summary)
-    ratio = vc / vr if vr > 0 else float("inf")
-    text = f"hard violation COLDQ {vc:.4g} vs RECOO {vr:.4g} (ratio {ratio:.3g}); accumulated loss {loss}"
-    return text, bool(vc <= 0.5 * vr and _comparable(lc, lr))
+    return check
 
 
 def _claim_fig4(summary) -> tuple[str, bool]:
@@ -68,12 +61,12 @@ def _claim_fig4(summary) -> tuple[str, bool]:
 CLAIM_FIG1 = Claim(
     "Fig. 1: COLDQ's final hard violation is at least 40% below RECOO's without sacrificing the accumulated "
     "loss (COLDQ's final accumulated loss at most 10% above RECOO's)",
-    _claim_fig1,
+    _versus_recoo(0.6, as_reduction=True),
 )
 CLAIM_FIXED = Claim(
     "Figs. 2-3: COLDQ significantly reduces the hard violation compared to RECOO (COLDQ's final hard "
     "violation at most half of RECOO's) at comparable accumulated loss (at most 10% above RECOO's)",
-    _claim_fixed,
+    _versus_recoo(0.5, as_reduction=False),
 )
 CLAIM_FIG4 = Claim(
     "Fig. 4: COLDQ has a lower time-averaged energy cost than RECOO and Yi et al. 2023 without compromising "
@@ -98,18 +91,18 @@ def _baseline(spec, table: int, options) -> Algorithm:
                      note.format(table=table, value=value))  # fmt: skip
 
 
+_EXTRAS = (
+    Algorithm(EXPERT_LABEL, lambda info: COLDQExpert.from_theory(info, eps=0.5),
+              "Alg. 2 with Corollary 3 parameters (eps = 0.5); not in the paper's figure"),
+    Algorithm(YNW_LABEL, YuNeelyWei.from_theory, "V = sqrt(T), alpha = T; not in the paper's figure"),
+)  # fmt: skip
+
+
 def _algorithms(table: int, third, options) -> list[Algorithm]:
     """COLDQ, RECOO and the third baseline with Table ``table``, then the extra references."""
     coldq = Algorithm("COLDQ", lambda info: COLDQ.from_paper(info, table=table),
                       f"Table {table}: alpha_t = sqrt(t), gamma = 0.5 T, eta = 1/T")  # fmt: skip
-    extras = [
-        Algorithm(EXPERT_LABEL, lambda info: COLDQExpert.from_theory(info, eps=0.5),
-                  "Alg. 2 with Corollary 3 parameters (eps = 0.5); not in the paper's figure"),
-        Algorithm(YNW_LABEL, YuNeelyWei.from_theory, "V = sqrt(T), alpha = T; not in the paper's figure"),
-    ]  # fmt: skip
-    return [coldq, _baseline(_RECOO, table, options), _baseline(third, table, options)] + (
-        extras if options["extras"] else []
-    )
+    return [coldq, *(_baseline(s, table, options) for s in (_RECOO, third)), *(_EXTRAS if options["extras"] else ())]
 
 
 def job_problem(T: int, data_dir, options) -> JobScheduling:
@@ -136,25 +129,15 @@ _JOB_OPTIONS = (
 )
 
 
-def _figure(name, figure, title, make_problem, table, third, claim, default_T, panels=None, logy=(), extra=()):
-    opts = (
-        ALGORITHMS,
-        Option("extras", bool, True, "run the extra references"),
-        *(Option(s[2], str, s[4][0], f"{s[0]}'s reading", choices=s[4]) for s in (_RECOO, third)),
-        *extra,
-    )
-    defaults = {o.name: o.default for o in opts}
-    describe = (lambda p: {"class": type(p).__name__, "price_source": p.price_source}) if extra else None
-    study = Comparison(
-        make_problem=make_problem,
-        panels=panels or ("cumulative_loss", "hard_violation"),
-        logy=logy,
-        make_algorithms=lambda ctx, problem: _algorithms(table, third, ctx.options),
-        **({"describe": describe} if describe else {}),
-    )
+def _figure(name, figure, title, make_problem, table, third, claim, default_T, extra=(), **comparison):
+    """Register 003 Fig. ``figure``: Table ``table``'s COLDQ, RECOO and ``third`` (:class:`Comparison` keywords)."""
+    readings = (Option(s[2], str, s[4][0], f"{s[0]}'s reading", choices=s[4]) for s in (_RECOO, third))
+    opts = (ALGORITHMS, Option("extras", bool, True, "run the extra references"), *readings, *extra)
+    make_algorithms = lambda ctx, problem: _algorithms(table, third, ctx.options)  # noqa: E731
     return register(Experiment(
-        name=name, paper=f"003 Fig. {figure}", title=title, study=study, options=opts, claims=(claim,),
-        algorithms=_algorithms(table, third, defaults), default_T=default_T, default_seeds=20,
+        name=name, paper=f"003 Fig. {figure}", title=title, options=opts, claims=(claim,), default_T=default_T,
+        study=Comparison(make_problem=make_problem, make_algorithms=make_algorithms, **comparison), default_seeds=20,
+        algorithms=_algorithms(table, third, {o.name: o.default for o in opts}),
     ))  # fmt: skip
 
 
@@ -173,5 +156,5 @@ ONLINE_LP = _figure(
 JOB_SCHEDULING = _figure(
     "job-scheduling", 4, "Online job scheduling across 100 data centres", job_problem, 6, _YI2023, CLAIM_FIG4,
     2880, panels=("time_average_loss", "time_average_hard_violation"), logy=("time_average_hard_violation",),
-    extra=_JOB_OPTIONS,
+    extra=_JOB_OPTIONS, describe=lambda p: {"class": type(p).__name__, "price_source": p.price_source},
 )  # fmt: skip
