@@ -11,10 +11,14 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 import jax
 import pytest
 
-# No persistent compilation cache in the test processes: twice on CI a worker that had loaded and written many
-# cached CPU executables segfaulted inside XLA (serialising one, or compiling after it), and xdist's replacement
-# worker then hung. The CLI's own cache is off in here and in the CLI subprocesses the tests start (an empty
-# OCOKIT_CACHE_DIR), so the user's cache folder is never touched; the tests of the cache set their own folder.
+# Many tests compile the same small programs (an experiment's test and its golden summary, the learner suite
+# and the engine's tests): JAX's persistent compilation cache lets the workers share them. A folder per
+# checkout, safe to delete; a user's own JAX_COMPILATION_CACHE_DIR wins. The CLI's own cache is off in the CLI
+# subprocesses the tests start (an empty OCOKIT_CACHE_DIR), so the user's cache folder is never touched.
+_CACHE = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-compilation-cache"
+jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", str(_CACHE)))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 os.environ.setdefault("OCOKIT_CACHE_DIR", "")
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
