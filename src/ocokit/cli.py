@@ -337,6 +337,31 @@ def run_experiment(
     )
 
 
+@app.command("tune")
+def tune(
+    name: Annotated[str, typer.Argument(help="experiment name (see `ocokit list`)")],
+    T: Annotated[int, typer.Option("--T", help="horizon of the grid search")],
+    seeds: Annotated[int, typer.Option("--seeds", help="tuning seeds (10000, 10001, ...)")] = 1,
+    data: Annotated[Path | None, typer.Option("--data", help="dataset folder (default: $OCOKIT_DATA)")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", help="experiment option key=value")] = None,
+    write: Annotated[Path | None, typer.Option("--write", help="file to write (default: the recorded table)")] = None,
+) -> None:
+    """Record an experiment's grid search on its tuning seeds: the table its runs use by default."""
+    _float64()
+    exp = _experiments().get(name)
+    if exp.tuning is None:
+        tuned = [e for e in _experiments().names() if _experiments().get(e).tuning is not None]
+        raise ValueError(f"experiment {name!r} has no grid search; experiments with one: {', '.join(tuned)}")
+    _check_size(exp, T, seeds, data)
+    raw = _parse_options(option or [])
+    problem = exp.study.make_problem(T, data, exp.parse_options(raw))
+    command = " ".join(["ocokit tune", name, f"--T {T}", f"--seeds {seeds}", *(f"--option {o}" for o in option or [])])
+    console.print(f"[bold]{escape(name)}[/bold]: grid search at T = {T} on {seeds} tuning seed(s)", soft_wrap=True)
+    started = lambda label, n: console.print(f"  {label}: {n} values", markup=False, highlight=False)  # noqa: E731
+    path = exp.tuning.record(exp, problem, T, seeds, command, write, started=started)
+    console.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
+
+
 def _progress_bar(target: Console) -> Progress:
     """The progress bar of ``run``: per task, done / total, time elapsed and the estimated time remaining."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

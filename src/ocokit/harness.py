@@ -27,7 +27,7 @@ import numpy as np
 
 from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import Trajectory, comparators, split_key, stack, sweep, with_comparators
+from ocokit.engine import Trajectory, comparators, split_key, sweep, with_comparators
 from ocokit.executors import AbstractExecutor, Local
 from ocokit.plotting import band_figure
 from ocokit.results import (
@@ -303,9 +303,14 @@ class Experiment:
     default_T: int = 1000
     default_seeds: int = 20
     needs_data: bool = False
+    tuning: Any = None
+    """Its grid search (an :class:`ocokit.tuning.Tuning`; ``ocokit tune`` records it), or ``None``."""
 
     def __post_init__(self):
         self.algorithms, self.options, self.claims = tuple(self.algorithms), tuple(self.options), tuple(self.claims)
+        missing = {"tune", "tuned", "tune_T", "tune_seeds"} - {o.name for o in self.options}
+        if self.tuning is not None and missing:
+            raise ValueError(f"experiment {self.name!r} has a tuning but not its options {sorted(missing)}")
 
     def parse_options(self, raw: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The typed options of ``raw`` (``--option`` strings), defaults filled in; unknown keys raise."""
@@ -476,63 +481,6 @@ class Comparison:
             fresh = comparators(problem, T, todo, chunk_size=self.chunk_size)
             cache.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
         return {k: jnp.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
-
-
-TUNING_CRITERION = (
-    "smallest mean final cumulative loss over the tuning seeds; CCV second: among the values whose loss is within "
-    "1% of the smallest, the smallest mean final CCV (then the grid value nearest 1); diverged runs excluded"
-)
-
-
-def choose(grid: Sequence[float | tuple[float, ...]], loss: np.ndarray, ccv: np.ndarray) -> int:
-    """Index into ``grid`` chosen by :data:`TUNING_CRITERION` (``nan`` marks a diverged run).
-
-    A grid value may be a tuple (a product grid over several knobs); "nearest 1" then sums each knob's
-    distance from 1 in decades.
-    """
-    ok = np.isfinite(loss) & np.isfinite(ccv)
-    nearest_one = lambda idx: int(min(idx, key=lambda i: np.abs(np.log10(grid[i])).sum()))  # noqa: E731
-    if not ok.any():
-        return nearest_one(range(len(grid)))
-    near = np.flatnonzero(ok & (loss <= np.min(loss[ok]) * 1.01 + 1e-12))
-    return nearest_one(near[np.isclose(ccv[near], np.min(ccv[near]), rtol=1e-9, atol=0.0)])
-
-
-def grid_search(
-    learners: Sequence[AbstractLearner],
-    grid: Sequence[float | tuple[float, ...]],
-    problem: Any,
-    T: int,
-    seeds: Sequence[int],
-    path: Path | None = None,
-    *,
-    batched: bool = True,
-) -> dict[str, Any]:
-    """Score the learners built for each value of ``grid`` on ``seeds`` and choose one.
-
-    ``batched``: the grid runs as one vmapped sweep; ``False``: one sweep per value, for learners with
-    data-dependent loops (a vmapped ``while_loop`` runs every member as long as the slowest one).
-
-    Returns ``{"grid", "chosen", "cumulative_loss", "ccv"}``: the mean final cumulative loss and CCV over the
-    seeds (``nan`` where a run diverged) and the value chosen by :func:`choose`. Stored atomically at
-    ``path`` when given, and read back from there instead of recomputed.
-    """
-    if path is not None and path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    options = {"throw": False, "chunk_size": len(grid) * len(seeds), "comparators": False}
-    if batched:
-        trajs = [sweep(stack(list(learners)), problem, T, list(seeds), batched_learner=True, **options)]
-    else:
-        trajs = [jax.tree.map(lambda a: a[None], sweep(lrn, problem, T, list(seeds), **options)) for lrn in learners]
-    traj = jax.tree.map(lambda *a: np.concatenate(a), *trajs)
-    ok = np.asarray(traj.first_bad_round) < 0
-    loss = np.where(ok, metrics.cumulative_loss(traj)[..., -1], np.nan).mean(axis=1)
-    ccv = np.where(ok, metrics.hard_violation(traj)[..., -1], np.nan).mean(axis=1)
-    row = {"grid": list(grid), "chosen": grid[choose(grid, loss, ccv)], "cumulative_loss": loss.tolist(),
-           "ccv": ccv.tolist()}  # fmt: skip
-    if path is not None:
-        atomic_write_json(path, row)
-    return row
 
 
 _REGISTRY: dict[str, Experiment] = {}

@@ -8,13 +8,13 @@ import equinox as eqx
 import jax
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
-from ocokit import experiments, run
+from ocokit import cli, experiments, run
 from ocokit.algorithms import BFWTVC, OPDP, SCBFWTVC, ProblemInfo
 from ocokit.experiments import matrix_completion as mc
-from ocokit.experiments import matrix_completion_tuning as mc_tuning
-from ocokit.harness import choose
 from ocokit.problems import synthetic_low_rank_ratings
+from ocokit.tuning import GRID, TUNING_CRITERION, choose, grid_value
 
 from ..problems.test_matrix_completion import write_ratings
 
@@ -69,13 +69,13 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
     report = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
     tuning = json.loads((out / "tuning.json").read_text())
     row = tuning["methods"]["OFW-TVC"]
-    assert tuning["criterion"] == mc.CRITERION and tuning["seeds"] == [mc.TUNE_SEED_OFFSET]
-    assert row["grid"] == list(mc.GRID) and row["knob"] == "G"
+    assert tuning["criterion"] == TUNING_CRITERION and tuning["seeds"] == [mc.TUNING.seed_offset]
+    assert row["grid"] == list(GRID) and row["knob"] == "G"
     loss, ccv = (np.array([np.nan if v is None else v for v in row[k]]) for k in ("cumulative_loss", "ccv"))
-    assert row["chosen"] == mc.GRID[choose(mc.GRID, loss, ccv)]
-    assert np.nanmin(loss) <= loss[mc.GRID.index(row["chosen"])] <= 1.01 * np.nanmin(loss)
+    assert row["chosen"] == GRID[choose(GRID, loss, ccv)]
+    assert np.nanmin(loss) <= loss[GRID.index(row["chosen"])] <= 1.01 * np.nanmin(loss)
     zero = 5 * mc.zero_loss(mc.make_problem("movielens")(5, small_data, exp.parse_options()))
-    np.testing.assert_allclose(row["loss_vs_zero"], loss / zero, rtol=1e-12)
+    np.testing.assert_allclose(row["loss_vs_reference"], loss / zero, rtol=1e-12)
     assert f"G = {row['chosen']:g} in the theorem's formulas (tuned now" in report.summary["OFW-TVC"]["note"]
     # each method's grid is stored as it finishes; a re-run reads it back and skips every run
     assert len(list((out / "tuning").glob("OFW-TVC-*.json"))) == 1
@@ -84,19 +84,19 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
 
 
 def test_tuning_picks_the_smallest_loss_then_the_smallest_ccv_then_the_value_nearest_1():
-    grid, ccv = np.array(mc.GRID), np.zeros(11)
-    assert grid[choose(mc.GRID, np.arange(11.0) + 10, ccv)] == 1e-5  # a strict winner wins
-    assert grid[choose(mc.GRID, np.full(11, 7.0), ccv)] == 1.0  # a knob the score ignores: the value nearest 1
-    assert grid[choose(mc.GRID, np.full(11, np.nan), ccv)] == 1.0  # every run diverged
+    grid, ccv = np.array(GRID), np.zeros(11)
+    assert grid[choose(GRID, np.arange(11.0) + 10, ccv)] == 1e-5  # a strict winner wins
+    assert grid[choose(GRID, np.full(11, 7.0), ccv)] == 1.0  # a knob the score ignores: the value nearest 1
+    assert grid[choose(GRID, np.full(11, np.nan), ccv)] == 1.0  # every run diverged
     loss = np.r_[np.nan, 3.0, 2.0, 2.0, 2.01, 5.0, 2.5, 9, 9, 9, 9]  # 1e-3, 1e-2, 1e-1 within 1% of the least
-    assert grid[choose(mc.GRID, loss, ccv)] == 1e-1  # ties on loss and on CCV: the value nearest 1
-    assert grid[choose(mc.GRID, loss, np.r_[0, 0, 1, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-3  # CCV decides among near ties
-    assert grid[choose(mc.GRID, loss, np.r_[0, 0, 5, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-1
+    assert grid[choose(GRID, loss, ccv)] == 1e-1  # ties on loss and on CCV: the value nearest 1
+    assert grid[choose(GRID, loss, np.r_[0, 0, 1, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-3  # CCV decides among near ties
+    assert grid[choose(GRID, loss, np.r_[0, 0, 5, 4, 3, 0, 0, 0, 0, 0, 0])] == 1e-1
 
 
 def test_a_product_grid_tunes_knobs_together_and_prefers_values_near_1_in_every_knob():
-    grid = mc.grid_of("LPM")
-    assert len(grid) == len(mc.GRID) ** 2 and (1e-4, 0.1) in grid and mc.grid_of("OPDP") == mc.GRID
+    grid = mc.TUNING.grid_of("LPM")
+    assert len(grid) == len(GRID) ** 2 and (1e-4, 0.1) in grid and mc.TUNING.grid_of("OPDP") == GRID
     flat = np.full(len(grid), 3.0)
     assert grid[choose(grid, flat, np.zeros(len(grid)))] == (1.0, 1.0)
     loss = np.where([v[0] <= 1e-3 for v in grid], 1.0, 2.0)  # every eps <= 1e-3 ties: eta nearest 1, eps 1e-3
@@ -153,16 +153,16 @@ def test_claims_compare_the_right_numbers():
 
 def test_recorded_tuning_covers_every_method_lies_on_the_grid_and_never_used_an_evaluation_seed():
     # FilmTrust records none: no knob makes its bandit methods learn at a reachable horizon (module doc)
-    assert mc.recorded("matrix-completion-filmtrust") == {}
+    assert mc.TUNING.recorded("matrix-completion-filmtrust") == {}
     assert all("at its theory value" in a.note for a in experiments.get("matrix-completion-filmtrust").algorithms[1:])
     for name in ("matrix-completion-movielens",):
-        exp, table = experiments.get(name), mc.recorded(name)
+        exp, table = experiments.get(name), mc.TUNING.recorded(name)
         assert set(table["methods"]) == {a.label for a in exp.algorithms} - {mc.ZERO}
         for m, row in table["methods"].items():
-            assert mc._value(row["knob"]) == mc.KNOBS[m] and mc._value(row["chosen"]) in mc.grid_of(m)
-            assert [mc._value(v) for v in row["grid"]] == list(mc.grid_of(m)) and m in mc.tuned_values(name)
-        assert min(table["seeds"]) >= mc.TUNE_SEED_OFFSET > mc.SEEDS[name]
-        assert table["command"].startswith(f"python -m ocokit.experiments.matrix_completion_tuning {name} --T ")
+            assert grid_value(row["knob"]) == mc.KNOBS[m] and grid_value(row["chosen"]) in mc.TUNING.grid_of(m)
+            assert [grid_value(v) for v in row["grid"]] == list(mc.TUNING.grid_of(m)) and m in mc.TUNING.chosen(name)
+        assert min(table["seeds"]) >= mc.TUNING.seed_offset > mc.SEEDS[name] and table["criterion"] == TUNING_CRITERION
+        assert table["command"].startswith(f"ocokit tune {name} --T ")
         assert exp.default_T == mc.HORIZONS[name] and exp.default_seeds == mc.SEEDS[name] and exp.needs_data
         for a in exp.algorithms[1:]:
             assert mc._describe_knob(a.label, table["methods"][a.label]["chosen"]) in a.note
@@ -170,14 +170,28 @@ def test_recorded_tuning_covers_every_method_lies_on_the_grid_and_never_used_an_
 
 def test_the_tuning_command_writes_the_table_the_experiment_reads(small_data, tmp_path):
     out = tmp_path / "table.json"
-    mc_tuning.main(["matrix-completion-movielens", "--T", "4", "--data", str(small_data), "--write", str(out)])
+    args = ["tune", "matrix-completion-movielens", "--T", "4", "--data", str(small_data), "--write", str(out)]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 0, result.output
+    assert "OFW-TVC: 11 values" in result.output and "LPM: 121 values" in result.output
     table = json.loads(out.read_text())
-    assert table["T"] == 4 and table["seeds"] == [mc.TUNE_SEED_OFFSET] and table["criterion"] == mc.CRITERION
+    assert table["T"] == 4 and table["seeds"] == [mc.TUNING.seed_offset] and table["criterion"] == TUNING_CRITERION
     assert set(table["methods"]) == {"OFW-TVC", "SCOFW-TVC", "OPDP", "LPM"}
-    assert (
-        table["command"]
-        == "python -m ocokit.experiments.matrix_completion_tuning matrix-completion-movielens --T 4 --seeds 1"
-    )
+    assert table["command"] == "ocokit tune matrix-completion-movielens --T 4 --seeds 1"
+    assert table["problem_constants"]["grad_bound"] > 0
+    # the experiment reads such a table: its choices are the table's
+    recorded = dataclasses.replace(mc.TUNING, folder=tmp_path)
+    out.rename(tmp_path / "matrix-completion-movielens.json")
+    chosen = recorded.chosen("matrix-completion-movielens")
+    assert chosen == {m: grid_value(r["chosen"]) for m, r in table["methods"].items()}
+
+
+def test_tune_refuses_an_experiment_without_a_grid_search():
+    result = CliRunner().invoke(cli.app, ["tune", "online-qp", "--T", "4"])
+    assert result.exit_code == 2
+    assert "error: experiment 'online-qp' has no grid search; experiments with one: matrix-completion" in result.output
+    with pytest.raises(ValueError, match=r"has a tuning but not its options \['tune', 'tune_T'"):
+        dataclasses.replace(mc.MATRIX_COMPLETION_MOVIELENS, options=())
 
 
 def test_lbpm_theory_block_never_ends_so_eta_is_inert_and_the_block_constant_is_the_knob(small_data):

@@ -20,6 +20,8 @@ from ocokit.harness import (
     names,
     register,
 )  # fmt: skip
+from ocokit.tuning import TUNING_CRITERION, TUNING_OPTIONS, Tuning, choose, grid_search
 
-__all__ = ["Algorithm", "Claim", "ClaimResult", "Comparison", "Context", "Experiment", "Figure", "Option",
-           "Outcome", "Report", "get", "names", "register"]  # fmt: skip
+__all__ = ["TUNING_CRITERION", "TUNING_OPTIONS", "Algorithm", "Claim", "ClaimResult", "Comparison", "Context",
+           "Experiment", "Figure", "Option", "Outcome", "Report", "Tuning", "choose", "get", "grid_search", "names",
+           "register"]  # fmt: skip

@@ -14,10 +14,10 @@ drawn; :class:`~ocokit.problems.OnlineMatrixCompletion`), the worst-case bounds 
 
 Hyperparameters: "set according to their theoretical suggestions, and we choose the best hyper-parameters from
 the range [10^-5, ..., 10^5]". Every method is built by ``from_theory`` and one knob per method (:data:`KNOBS`,
-the one whose score moves over the grid) is chosen from :data:`GRID` by :data:`CRITERION` on a tuning seed
-(10000) never used for the figure. ``tuning/<experiment>.json`` records each grid's scores and choices and
-the command that wrote it (``python -m ocokit.experiments.matrix_completion_tuning NAME --T T``); ``tune=true``
-re-runs the grid search at run time (each grid one vmapped sweep) and ``tuned=false`` uses the theory values.
+the one whose score moves over the grid) is chosen from the grid by :data:`ocokit.tuning.TUNING_CRITERION` on a
+tuning seed (10000) never used for the figure (:data:`TUNING`). ``tuning/<experiment>.json`` records each grid's
+scores and choices and the command that wrote it (``ocokit tune NAME --T T``); ``tune=true`` re-runs the grid
+search at run time (each grid one vmapped sweep) and ``tuned=false`` uses the theory values.
 
 MovieLens (recorded grid at T = 300, loss relative to X = 0's): OFW-TVC's G (1.81 at 10^-3; flat from 0.1 up),
 SCOFW-TVC's G (0.13 at 10^4), OPDP's eta (1.87 at its theory value); LPM's eps alone either freezes it at X = 0
@@ -36,8 +36,6 @@ the knobs that move each bandit method (:data:`KNOBS`).
 
 from __future__ import annotations
 
-import itertools
-import json
 from pathlib import Path
 
 import equinox as eqx
@@ -55,36 +53,19 @@ from ocokit.algorithms import (
     Constant,
     ProblemInfo,
 )
-from ocokit.harness import (
-    TUNING_CRITERION,
-    Algorithm,
-    Claim,
-    Comparison,
-    Experiment,
-    Option,
-    final,
-    grid_search,
-    register,
-)
+from ocokit.harness import Algorithm, Claim, Comparison, Experiment, Option, final, register
 from ocokit.problems import OnlineMatrixCompletion
 from ocokit.problems._matrix_completion import CONSTANT_RULES, SAMPLINGS
-from ocokit.results import atomic_write_json, config_hash
+from ocokit.tuning import TUNING_OPTIONS, Tuning, grid_value
 
-GRID = tuple(10.0**k for k in range(-5, 6))
-"""The paper's hyperparameter grid {10^-5, 10^-4, ..., 10^5}."""
 ALPHA_F = 1.0
 """Strong-convexity modulus given to SCOFW-TVC and SCBFW-TVC (the paper does not state it: 1)."""
-TUNE_SEED_OFFSET = 10_000
-"""Tuning runs use seeds ``10000, 10001, ...``, disjoint from the evaluation seeds ``0..S-1``."""
-CRITERION = TUNING_CRITERION
 LEARNS = 0.9
 """A method *learns* when its final cumulative loss is at most this fraction of ``X = 0``'s."""
 HORIZONS = {"matrix-completion-movielens": 1000, "matrix-completion-filmtrust": 200}
 """Default horizons (the paper gives none; module doc)."""
 SEEDS = {"matrix-completion-movielens": 3, "matrix-completion-filmtrust": 3}
 """Default evaluation seeds."""
-TUNING_DIR = Path(__file__).with_name("tuning")
-"""Where the recorded grid searches live (``<experiment>.json``, written by ``python -m`` this module)."""
 _RECONSTRUCTED = "reconstructed from the papers comparing against it (equations not checked against its own paper)"
 KNOBS = {"OFW-TVC": "G", "SCOFW-TVC": "G", "OPDP": "eta", "LPM": ("eps", "eta"),
          "BFW-TVC": "M", "SCBFW-TVC": "alpha_f", "LBPM": "block_constant"}  # fmt: skip
@@ -114,30 +95,6 @@ ZERO = "X = 0"
 """Label of the reference line: :class:`ocokit.algorithms.Constant`, playing ``X = 0`` (zero CCV)."""
 
 
-def grid_of(label: str) -> tuple:
-    """The grid of method ``label``'s knob: :data:`GRID`, or its product with itself for a tuple of knobs."""
-    knob = KNOBS[label]
-    return GRID if isinstance(knob, str) else tuple(itertools.product(GRID, repeat=len(knob)))
-
-
-def _value(value):
-    """A knob value as :data:`GRID` holds it (JSON stores a product grid's tuples as lists)."""
-    return tuple(value) if isinstance(value, list) else value
-
-
-def recorded(name: str) -> dict:
-    """The recorded grid search of experiment ``name`` (``{}`` when none is recorded)."""
-    path = TUNING_DIR / f"{name}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
-def tuned_values(name: str) -> dict[str, float]:
-    """Label -> the knob value chosen by the recorded grid search of ``name`` (:func:`recorded`); a row that
-    tuned another knob than :data:`KNOBS` names (a table older than the knob) is not used."""
-    rows = recorded(name).get("methods", {}).items()
-    return {m: _value(row["chosen"]) for m, row in rows if _value(row["knob"]) == KNOBS.get(m)}
-
-
 def zero_loss(problem: OnlineMatrixCompletion) -> float:
     """``X = 0``'s (expected) loss per round: ``||M_O||^2 / 2``, or a sample's mean share of it."""
     r = np.asarray(problem.ratings)
@@ -158,7 +115,7 @@ def _knobs(label: str, value) -> list[tuple[str, float]]:
 def build(label: str, info: ProblemInfo, value=None) -> AbstractLearner:
     """Method ``label`` by its ``from_theory``, its knobs (:data:`KNOBS`) at ``value`` (``None``: the theory's)."""
     cls, keywords, _ = METHODS[label]
-    pairs = _knobs(label, _value(value))
+    pairs = _knobs(label, grid_value(value))
     theory = {k: v for n, v in pairs if n in THEORY_INPUTS for k in THEORY_INPUTS[n]}
     learner = cls.from_theory(info, **(keywords | theory))
     for knob, v in pairs:
@@ -173,7 +130,7 @@ def _describe_knob(label: str, value) -> str:
             f"{knob} at its theory value" if isinstance(knob, str) else f"{' and '.join(knob)} at their theory values"
         )
     return ", ".join(f"{k} = {v:g} " + ("in the theorem's formulas" if k in THEORY_INPUTS else "x theory")
-                     for k, v in _knobs(label, _value(value)))  # fmt: skip
+                     for k, v in _knobs(label, grid_value(value)))  # fmt: skip
 
 
 def algorithms(labels, values: dict[str, float], origin: str) -> tuple[Algorithm, ...]:
@@ -190,38 +147,14 @@ def algorithms(labels, values: dict[str, float], origin: str) -> tuple[Algorithm
     return tuple(out)
 
 
-def tune(name: str, labels, problem, T: int, seeds: int, out: Path | None = None) -> dict[str, dict]:
-    """The paper's grid search of each method's knob over :data:`GRID` (:func:`ocokit.harness.grid_search`).
-
-    Returns, per label, the harness's row (scores and choice) with the knob and the loss relative to
-    ``X = 0``'s; each row is stored under ``out/tuning/`` as it finishes and read back on a re-run.
-    """
-    info, keys, table = ProblemInfo.of(problem, T), [TUNE_SEED_OFFSET + s for s in range(seeds)], {}
-    for m in labels:
-        grid = grid_of(m)
-        config = {"experiment": name, "knob": KNOBS[m], "grid": grid, "T": T, "seeds": keys,
-                  "criterion": CRITERION, "learner": build(m, info), "problem": problem}  # fmt: skip
-        path = None if out is None else Path(out) / "tuning" / f"{m}-{config_hash(config)}.json"
-        batched = m not in ("LPM", "LBPM")  # their LOO loops would run in lockstep: one sweep per value
-        row = grid_search([build(m, info, v) for v in grid], grid, problem, T, keys, path, batched=batched)
-        zero = T * zero_loss(problem)
-        table[m] = {"knob": KNOBS[m], **row, "loss_vs_zero": [v / zero for v in row["cumulative_loss"]]}
-    return table
+TUNING = Tuning(knobs=KNOBS, build=build, folder=Path(__file__).with_name("tuning"), unbatched=("LPM", "LBPM"),
+                reference_loss=zero_loss)  # fmt: skip
+"""The paper's grid search; LPM's and LBPM's LOO loops would run in lockstep in one sweep: one per value."""
 
 
 def _tuned_algorithms(ctx, problem) -> tuple[Algorithm, ...]:
-    exp, opts = ctx.experiment, ctx.options
-    labels = [a.label for a in exp.algorithms if a.label != ZERO]
-    if not opts["tune"]:
-        origin = f"grid search recorded in tuning/{exp.name}.json"
-        return algorithms(labels, tuned_values(exp.name) if opts["tuned"] else {}, origin)
-    tune_T = opts["tune_T"] or ctx.T
-    table = tune(exp.name, labels, problem, tune_T, opts["tune_seeds"], ctx.out)
-    atomic_write_json(ctx.out / "tuning.json", {
-        "experiment": exp.name, "criterion": CRITERION, "T": tune_T,
-        "seeds": [TUNE_SEED_OFFSET + s for s in range(opts["tune_seeds"])], "methods": table,
-    })  # fmt: skip
-    return algorithms(labels, {m: _value(row["chosen"]) for m, row in table.items()}, f"tuned now, T = {tune_T}")
+    labels = [a.label for a in ctx.experiment.algorithms if a.label in KNOBS]
+    return algorithms(labels, *TUNING.choices(ctx, labels, problem))
 
 
 def make_problem(dataset: str):
@@ -241,10 +174,7 @@ def make_problem(dataset: str):
 
 
 OPTIONS = (
-    Option("tune", bool, False, "run the grid search now and use its choice"),
-    Option("tuned", bool, True, "use the recorded grid search's choices (false: every knob at its theory value)"),
-    Option("tune_T", int, None, "horizon of the grid search (default: T)", low=1),
-    Option("tune_seeds", int, 1, "tuning seeds", low=1),
+    *TUNING_OPTIONS,
     Option("sampling", str, "all", "observed entries per round", choices=SAMPLINGS),
     Option("constants", str, "data", "problem constants: measured on the data or worst case", choices=CONSTANT_RULES),
     Option("batch_size", int, 1, "entries per round (sampling=minibatch)", low=1),
@@ -298,7 +228,7 @@ def _experiment(name, figure, title, dataset, labels, claims) -> Experiment:
     origin = f"grid search recorded in tuning/{name}.json"
     return register(Experiment(
         name=name, paper=f"000 Fig. {figure}", title=title, options=OPTIONS, claims=(_claim_learns(labels), *claims),
-        needs_data=True, algorithms=algorithms(labels, tuned_values(name), origin),
+        needs_data=True, algorithms=algorithms(labels, TUNING.chosen(name), origin), tuning=TUNING,
         study=Comparison(make_problem=make_problem(dataset), make_algorithms=_tuned_algorithms, chunk_size=5),
         default_T=HORIZONS[name], default_seeds=SEEDS[name],
     ))  # fmt: skip

@@ -1,0 +1,187 @@
+"""Grid searches of hyperparameters, declared as data and recorded with the command that wrote them.
+
+Papers tune their baselines by "choosing the best hyper-parameters from a grid". A :class:`Tuning` declares an
+experiment's search: each method's knob (a learner field scaled from its theory value, or a theory input),
+the grid, how a value builds the method, and the folder of recorded tables. :func:`grid_search` scores one
+method's grid on the tuning seeds (one vmapped sweep) and :func:`choose` picks a value by
+:data:`TUNING_CRITERION`. ``ocokit tune NAME --T T`` records the table that the experiment's runs use by
+default; the experiment's option ``tune=true`` searches again at run time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from ocokit import metrics
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo
+from ocokit.engine import stack, sweep
+from ocokit.harness import Context, Experiment, Option
+from ocokit.results import atomic_write_json, config_hash
+
+GRID = tuple(10.0**k for k in range(-5, 6))
+"""The grid {10^-5, 10^-4, ..., 10^5} of a knob."""
+TUNING_CRITERION = (
+    "smallest mean final cumulative loss over the tuning seeds; CCV second: among the values whose loss is within "
+    "1% of the smallest, the smallest mean final CCV (then the grid value nearest 1); diverged runs excluded"
+)
+TUNING_OPTIONS = (
+    Option("tune", bool, False, "run the grid search now and use its choice"),
+    Option("tuned", bool, True, "use the recorded grid search's choices (false: every knob at its theory value)"),
+    Option("tune_T", int, None, "horizon of the grid search (default: T)", low=1),
+    Option("tune_seeds", int, 1, "tuning seeds", low=1),
+)
+"""The options of an experiment with a :class:`Tuning`."""
+
+
+def choose(grid: Sequence[float | tuple[float, ...]], loss: np.ndarray, ccv: np.ndarray) -> int:
+    """Index into ``grid`` chosen by :data:`TUNING_CRITERION` (``nan`` marks a diverged run).
+
+    A grid value may be a tuple (a product grid over several knobs); "nearest 1" then sums each knob's
+    distance from 1 in decades.
+    """
+    ok = np.isfinite(loss) & np.isfinite(ccv)
+    nearest_one = lambda idx: int(min(idx, key=lambda i: np.abs(np.log10(grid[i])).sum()))  # noqa: E731
+    if not ok.any():
+        return nearest_one(range(len(grid)))
+    near = np.flatnonzero(ok & (loss <= np.min(loss[ok]) * 1.01 + 1e-12))
+    return nearest_one(near[np.isclose(ccv[near], np.min(ccv[near]), rtol=1e-9, atol=0.0)])
+
+
+def grid_search(
+    learners: Sequence[AbstractLearner],
+    grid: Sequence[float | tuple[float, ...]],
+    problem: Any,
+    T: int,
+    seeds: Sequence[int],
+    path: Path | None = None,
+    *,
+    batched: bool = True,
+) -> dict[str, Any]:
+    """Score the learners built for each value of ``grid`` on ``seeds`` and choose one.
+
+    ``batched``: the grid runs as one vmapped sweep; ``False``: one sweep per value, for learners with
+    data-dependent loops (a vmapped ``while_loop`` runs every member as long as the slowest one).
+
+    Returns ``{"grid", "chosen", "cumulative_loss", "ccv"}``: the mean final cumulative loss and CCV over the
+    seeds (``nan`` where a run diverged) and the value chosen by :func:`choose`. Stored atomically at
+    ``path`` when given, and read back from there instead of recomputed.
+    """
+    if path is not None and path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    options = {"throw": False, "chunk_size": len(grid) * len(seeds), "comparators": False}
+    if batched:
+        trajs = [sweep(stack(list(learners)), problem, T, list(seeds), batched_learner=True, **options)]
+    else:
+        trajs = [jax.tree.map(lambda a: a[None], sweep(lrn, problem, T, list(seeds), **options)) for lrn in learners]
+    traj = jax.tree.map(lambda *a: np.concatenate(a), *trajs)
+    ok = np.asarray(traj.first_bad_round) < 0
+    loss = np.where(ok, metrics.cumulative_loss(traj)[..., -1], np.nan).mean(axis=1)
+    ccv = np.where(ok, metrics.hard_violation(traj)[..., -1], np.nan).mean(axis=1)
+    row = {"grid": list(grid), "chosen": grid[choose(grid, loss, ccv)], "cumulative_loss": loss.tolist(),
+           "ccv": ccv.tolist()}  # fmt: skip
+    if path is not None:
+        atomic_write_json(path, row)
+    return row
+
+
+def grid_value(value: Any) -> Any:
+    """A knob value as a grid holds it (JSON stores a product grid's tuples as lists)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Tuning:
+    """An experiment's grid search.
+
+    Attributes:
+        knobs: method label -> the knob tuned (a name, or a tuple of names tuned over the product of their grids).
+        build: ``build(label, info, value)``, the method with its knobs at ``value`` (``None``: the theory's).
+        folder: where the recorded tables live, ``<experiment>.json``.
+        grid: each knob's grid.
+        seed_offset: tuning seeds are ``seed_offset, seed_offset + 1, ...``, disjoint from the evaluation seeds.
+        unbatched: labels whose grid runs one sweep per value (data-dependent loops; :func:`grid_search`).
+        reference_loss: ``problem -> loss per round`` of a reference (say ``X = 0``): the tables also give each
+            value's loss relative to it.
+    """
+
+    knobs: Mapping[str, str | tuple[str, ...]]
+    build: Callable[[str, ProblemInfo, Any], AbstractLearner]
+    folder: Path
+    grid: tuple[float, ...] = GRID
+    seed_offset: int = 10_000
+    unbatched: tuple[str, ...] = ()
+    reference_loss: Callable[[Any], float] | None = None
+
+    def grid_of(self, label: str) -> tuple:
+        """The grid of ``label``'s knob: :attr:`grid`, or its product with itself for a tuple of knobs."""
+        knob = self.knobs[label]
+        return self.grid if isinstance(knob, str) else tuple(itertools.product(self.grid, repeat=len(knob)))
+
+    def seeds(self, n: int) -> list[int]:
+        """The first ``n`` tuning seeds."""
+        return [self.seed_offset + s for s in range(n)]
+
+    def recorded(self, name: str) -> dict:
+        """The recorded table of experiment ``name`` (``{}`` when none is recorded)."""
+        path = self.folder / f"{name}.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def chosen(self, name: str) -> dict[str, Any]:
+        """Label -> the value the recorded table chose; a row that tuned another knob than :attr:`knobs` names
+        (a table older than the knob) is not used."""
+        rows = self.recorded(name).get("methods", {}).items()
+        return {m: grid_value(r["chosen"]) for m, r in rows if grid_value(r["knob"]) == self.knobs.get(m)}
+
+    def table(
+        self, name: str, labels, problem, T: int, seeds: int, out: Path | None = None, started=None
+    ) -> dict[str, Any]:
+        """The grid search of each of ``labels`` on the first ``seeds`` tuning seeds at horizon ``T``: per label,
+        :func:`grid_search`'s row with the knob (and the loss relative to the reference); each row is stored
+        under ``out/tuning/`` as it finishes and read back on a re-run. ``started(label, values)`` is called as
+        each label's search starts."""
+        info, keys, methods = ProblemInfo.of(problem, T), self.seeds(seeds), {}
+        for m in labels:
+            grid = self.grid_of(m)
+            if started is not None:
+                started(m, len(grid))
+            config = {"experiment": name, "knob": self.knobs[m], "grid": grid, "T": T, "seeds": keys,
+                      "criterion": TUNING_CRITERION, "learner": self.build(m, info, None),
+                      "problem": problem}  # fmt: skip
+            path = None if out is None else Path(out) / "tuning" / f"{m}-{config_hash(config)}.json"
+            learners = [self.build(m, info, v) for v in grid]
+            row = grid_search(learners, grid, problem, T, keys, path, batched=m not in self.unbatched)
+            methods[m] = {"knob": self.knobs[m], **row}
+            if self.reference_loss is not None:
+                reference = T * self.reference_loss(problem)
+                methods[m]["loss_vs_reference"] = [v / reference for v in row["cumulative_loss"]]
+        return {"experiment": name, "criterion": TUNING_CRITERION, "T": T, "seeds": keys, "methods": methods}
+
+    def choices(self, ctx: Context, labels, problem) -> tuple[dict[str, Any], str]:
+        """The knob values of a run (:data:`TUNING_OPTIONS`) and where they come from: the recorded table, the
+        theory (``tuned=false``), or a search now (``tune=true``, its table written to ``out/tuning.json``)."""
+        name, o = ctx.experiment.name, ctx.options
+        if not o["tune"]:
+            return (self.chosen(name) if o["tuned"] else {}), f"grid search recorded in {self.folder.name}/{name}.json"
+        T = o["tune_T"] or ctx.T
+        table = self.table(name, labels, problem, T, o["tune_seeds"], ctx.out)
+        atomic_write_json(ctx.out / "tuning.json", table)
+        return {m: grid_value(r["chosen"]) for m, r in table["methods"].items()}, f"tuned now, T = {T}"
+
+    def record(
+        self, exp: Experiment, problem, T: int, seeds: int, command: str, path: Path | None = None, started=None
+    ) -> Path:
+        """Search every tuned method of ``exp`` and write the table its runs use by default (or to ``path``)."""
+        labels = [a.label for a in exp.algorithms if a.label in self.knobs]
+        table = self.table(exp.name, labels, problem, T, seeds, started=started)
+        path = self.folder / f"{exp.name}.json" if path is None else Path(path)
+        constants = dataclasses.asdict(problem.constants())
+        atomic_write_json(path, {"command": command, "problem_constants": constants, **table})
+        return path
