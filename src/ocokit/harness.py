@@ -308,9 +308,10 @@ class Experiment:
 
     def __post_init__(self):
         self.algorithms, self.options, self.claims = tuple(self.algorithms), tuple(self.options), tuple(self.claims)
-        missing = {"tune", "tuned", "tune_T", "tune_seeds"} - {o.name for o in self.options}
-        if self.tuning is not None and missing:
-            raise ValueError(f"experiment {self.name!r} has a tuning but not its options {sorted(missing)}")
+        if self.tuning is not None:
+            missing = set(self.tuning.option_names) - {o.name for o in self.options}
+            if missing:
+                raise ValueError(f"experiment {self.name!r} has a tuning but not its options {sorted(missing)}")
 
     def parse_options(self, raw: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The typed options of ``raw`` (``--option`` strings), defaults filled in; unknown keys raise."""

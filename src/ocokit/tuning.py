@@ -15,7 +15,7 @@ import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import numpy as np
@@ -92,6 +92,12 @@ def grid_search(
     return row
 
 
+def knob_values(knob: str | tuple[str, ...], value: Any) -> list[tuple[str, float]]:
+    """``(name, value)`` for each name of ``knob`` at ``value`` (a tuple for a tuple of knobs; none for ``None``)."""
+    value = grid_value(value)
+    return [] if value is None else list(zip(knob, value, strict=True)) if isinstance(knob, tuple) else [(knob, value)]
+
+
 def grid_value(value: Any) -> Any:
     """A knob value as a grid holds it (JSON stores a product grid's tuples as lists)."""
     return tuple(value) if isinstance(value, list) else value
@@ -112,6 +118,8 @@ class Tuning:
             value's loss relative to it.
     """
 
+    option_names: ClassVar[tuple[str, ...]] = tuple(o.name for o in TUNING_OPTIONS)
+    """The options an experiment with a tuning declares (:data:`TUNING_OPTIONS`)."""
     knobs: Mapping[str, str | tuple[str, ...]]
     build: Callable[[str, ProblemInfo, Any], AbstractLearner]
     folder: Path
@@ -123,7 +131,7 @@ class Tuning:
     def grid_of(self, label: str) -> tuple:
         """The grid of ``label``'s knob: :attr:`grid`, or its product with itself for a tuple of knobs."""
         knob = self.knobs[label]
-        return self.grid if isinstance(knob, str) else tuple(itertools.product(self.grid, repeat=len(knob)))
+        return self.grid if not isinstance(knob, tuple) else tuple(itertools.product(self.grid, repeat=len(knob)))
 
     def seeds(self, n: int) -> list[int]:
         """The first ``n`` tuning seeds."""

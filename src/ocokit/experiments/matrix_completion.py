@@ -56,7 +56,7 @@ from ocokit.algorithms import (
 from ocokit.harness import Algorithm, Claim, Comparison, Experiment, Option, final, register
 from ocokit.problems import OnlineMatrixCompletion
 from ocokit.problems._matrix_completion import CONSTANT_RULES, SAMPLINGS
-from ocokit.tuning import TUNING_OPTIONS, Tuning, grid_value
+from ocokit.tuning import TUNING_OPTIONS, Tuning, knob_values
 
 ALPHA_F = 1.0
 """Strong-convexity modulus given to SCOFW-TVC and SCBFW-TVC (the paper does not state it: 1)."""
@@ -106,16 +106,10 @@ def scale_knob(learner: AbstractLearner, knob: str, scale: float) -> AbstractLea
     return eqx.tree_at(lambda lrn: getattr(lrn, knob), learner, getattr(learner, knob) * scale)
 
 
-def _knobs(label: str, value) -> list[tuple[str, float]]:
-    """``(knob, value)`` for each of method ``label``'s knobs at ``value`` (none for ``None``)."""
-    knob = KNOBS[label]
-    return [] if value is None else list(zip(knob, value, strict=True)) if isinstance(knob, tuple) else [(knob, value)]
-
-
 def build(label: str, info: ProblemInfo, value=None) -> AbstractLearner:
     """Method ``label`` by its ``from_theory``, its knobs (:data:`KNOBS`) at ``value`` (``None``: the theory's)."""
     cls, keywords, _ = METHODS[label]
-    pairs = _knobs(label, grid_value(value))
+    pairs = knob_values(KNOBS[label], value)
     theory = {k: v for n, v in pairs if n in THEORY_INPUTS for k in THEORY_INPUTS[n]}
     learner = cls.from_theory(info, **(keywords | theory))
     for knob, v in pairs:
@@ -130,7 +124,7 @@ def _describe_knob(label: str, value) -> str:
             f"{knob} at its theory value" if isinstance(knob, str) else f"{' and '.join(knob)} at their theory values"
         )
     return ", ".join(f"{k} = {v:g} " + ("in the theorem's formulas" if k in THEORY_INPUTS else "x theory")
-                     for k, v in _knobs(label, grid_value(value)))  # fmt: skip
+                     for k, v in knob_values(knob, value))  # fmt: skip
 
 
 def algorithms(labels, values: dict[str, float], origin: str) -> tuple[Algorithm, ...]:
