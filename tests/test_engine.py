@@ -272,3 +272,66 @@ def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branche
     assert branches(grid, True) == branches(learner, False)
     out = ocokit.sweep(grid, problem, 9, 2, batched_learner=True)
     np.testing.assert_allclose(out.loss[1, 1], ocokit.run(doubled, problem, 9, 1).loss, rtol=1e-12)
+
+
+class _BlowsUp(ocokit.algorithms.AbstractLearner):
+    """Plays ``[0, 0]`` until round ``bad``, then ``[value, 0]``; its state counts the rounds."""
+
+    feedback = ocokit.feedback.FULL_INFORMATION
+    bad: int = 4
+    value: float = float("inf")
+
+    def init(self, info, key):
+        return jnp.asarray(1, jnp.int32)
+
+    def decide(self, state):
+        return jnp.stack([jnp.where(state >= self.bad, self.value, 0.0), jnp.asarray(0.0)])
+
+    def update(self, state, x, feedback):
+        return state + 1
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_decision_with_finite_losses_is_named(value):
+    # The loss and the constraints ignore x, so only the decision check can see the bad value.
+    problem = ocokit.problems.CustomProblem(
+        domain=ocokit.sets.Box(-1.0, 1.0, dim=2), loss=lambda d, x: d, data=jnp.ones(6)
+    )
+    with pytest.raises(NonFiniteError, match="non-finite decision at round 4"):
+        ocokit.run(_BlowsUp(value=value), problem, 6)
+    huge = ocokit.run(_BlowsUp(value=1e308), problem, 6)  # finite however large: x - x never overflows
+    assert int(huge.first_bad_round) == -1
+    session = ocokit.Session(_BlowsUp(value=value), problem, horizon=6)
+    for _ in range(3):
+        assert np.all(np.isfinite(session.decide()))
+        session.observe(jnp.asarray(1.0))
+    assert not np.all(np.isfinite(session.decide()))
+    with pytest.raises(NonFiniteError, match="non-finite decision at round 4"):
+        session.observe(jnp.asarray(1.0))
+
+
+def test_memory_estimate_is_remembered_per_problem_structure(monkeypatch):
+    # run() estimates memory from shapes (jax.eval_shape) before compiling; a problem of the same structure and
+    # shapes, whatever its numbers (here a dict of round data), reuses the estimate instead of tracing again.
+    box = ocokit.sets.Box(-1.0, 1.0, dim=2)
+
+    def problem(n, scale):
+        data = {"target": scale * jnp.ones((n, 2)), "weight": jnp.ones(n)}
+        return ocokit.problems.CustomProblem(domain=box, loss=_weighted_distance, data=data)
+
+    problems = problem(6, 1.0), problem(6, 2.0), problem(7, 1.0)  # built (and checked) before counting
+    traced = []
+    eval_shape = jax.eval_shape
+    monkeypatch.setattr(jax, "eval_shape", lambda *a, **k: traced.append(1) or eval_shape(*a, **k))
+    monkeypatch.setattr(ocokit.engine, "_FOOTPRINTS", {})
+    counts = []
+    for p in problems:
+        ocokit.run(OGD(eta=0.1), p, 5, comparators=False)
+        counts.append(len(traced))
+    assert counts[0] > 0  # estimated
+    assert counts[1] == counts[0]  # other numbers: remembered
+    assert counts[2] > counts[1]  # other shapes: estimated anew
+
+
+def _weighted_distance(data, x):
+    return data["weight"] * jnp.sum((x - data["target"]) ** 2)
