@@ -57,8 +57,7 @@ def old_nuclear() -> types.ModuleType | None:
 
 
 class ThreefryDraw(OnlineMatrixCompletion):
-    """The problem as :data:`OLD` had it (pinned here): its draw of ``P_t`` (threefry uniform float32 numbers,
-    cast) and its loss."""
+    """The problem with :data:`OLD`'s draw of ``P_t``: threefry uniform float32 numbers, cast (pinned here)."""
 
     def round_data(self, episode, key, t):
         k_entries, k_p = jax.random.split(key)
@@ -67,15 +66,6 @@ class ThreefryDraw(OnlineMatrixCompletion):
         if self.sampling != "all":
             data["index"] = jax.random.randint(k_entries, (self.batch_size,), 0, self.ratings.shape[0])
         return data
-
-    def loss(self, data, x):
-        """:data:`OLD`'s loss: the gathered residuals, whose gradient is a scatter into a zero matrix."""
-        users, items, values = self.users, self.items, self.ratings
-        if self.sampling != "all":
-            i = data["index"]
-            users, items, values = users[i], items[i], values[i]
-        residual = x[users, items] - values
-        return 0.5 * jnp.sum(residual * residual)
 
 
 def old_problem(rat, problem: OnlineMatrixCompletion, old: types.ModuleType) -> OnlineMatrixCompletion:
@@ -228,7 +218,7 @@ def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int,
     )
     if old is not None:
         old_tvc, old_draw = (t["old tvc 2T"] - t["old tvc"]) / T, t["old draw"] / T
-        print(f"(4) vs today's main ({OLD}: its threefry P_t, gathered loss and LMO), in this process:")
+        print(f"(4) vs today's main ({OLD}: threefry P_t, its LMO), in this process:")
         print(
             f"    OFW-TVC round {old_tvc / tvc:.2f}x faster ({old_tvc / floor:.1f} -> {tvc / floor:.1f} passes); "
             f"drawing P_t {old_draw / draw:.1f}x faster ({old_draw / floor:.1f} -> {draw / floor:.1f} passes; "

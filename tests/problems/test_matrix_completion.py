@@ -1,6 +1,5 @@
 """OnlineMatrixCompletion and its synthetic low-rank generator (paper 000, Experiments; spec §5.1)."""
 
-import functools
 import math
 
 import jax
@@ -8,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import ocokit
 from ocokit.datasets import load_filmtrust, load_movielens
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings
 
@@ -57,32 +55,6 @@ def test_loss_constraint_and_gradients_match_the_formulas():
     np.add.at(grad, (u, i), Xn[u, i] - r)
     np.testing.assert_allclose(jax.grad(problem.loss, argnums=1)(data, X), grad, rtol=1e-12)
     np.testing.assert_allclose(jax.jacrev(problem.constraints, argnums=1)(data, X)[0], PT, rtol=1e-12)
-
-
-def test_whole_set_loss_gradient_is_dense_and_exactly_the_scattered_residuals():
-    # sampling="all": f_t's value is the gathered sum; its gradient (and JVP) is the elementwise expression
-    # over the dense target, with the very numbers of the residuals scattered into a zero matrix.
-    ratings = synthetic_low_rank_ratings(7, 9, rank=2, n_obs=20, noise=0.3, seed=2)  # not float32 numbers
-    stars = synthetic_low_rank_ratings(7, 9, rank=2, n_obs=20, step=0.5, seed=2)  # half stars: float32
-    X = jax.random.normal(jax.random.PRNGKey(1), (7, 9))
-    for rat, dtype in ((ratings, np.float64), (stars, np.float32)):
-        problem = OnlineMatrixCompletion(rat, radius=4.0)
-        assert problem.target.dtype == dtype
-        Xn, u, i, r = np.asarray(X), rat.users, rat.items, rat.ratings
-        value, grad = jax.value_and_grad(problem.loss, argnums=1)(None, X)
-        np.testing.assert_allclose(value, 0.5 * np.sum((Xn[u, i] - r) ** 2), rtol=1e-14)
-        scattered = np.zeros((7, 9))
-        np.add.at(scattered, (u, i), Xn[u, i] - r)
-        np.testing.assert_array_equal(grad, scattered)
-        tangent = jax.random.normal(jax.random.PRNGKey(2), (7, 9))
-        _, forward = jax.jvp(functools.partial(problem.loss, None), (X,), (tangent,))
-        np.testing.assert_allclose(forward, np.sum(scattered * np.asarray(tangent)), rtol=1e-12)
-    # a repeated entry counts twice in f_t: no dense target, the gathered sum and its scatter-add
-    twice = ocokit.datasets.Ratings(np.array([0, 0, 1]), np.array([2, 2, 0]), np.array([1.0, 3.0, 2.0]), 2, 3, "t")
-    problem = OnlineMatrixCompletion(twice, radius=4.0)
-    assert problem.target is None
-    grad = jax.grad(problem.loss, argnums=1)(None, jnp.zeros((2, 3)))
-    np.testing.assert_array_equal(grad, [[0.0, 0.0, -4.0], [-2.0, 0.0, 0.0]])
 
 
 def test_constraint_is_one_elementwise_pass_without_matrix_products():

@@ -67,44 +67,6 @@ def synthetic_low_rank_ratings(
     return Ratings(users, items, values, m, n, f"synthetic(m={m}, n={n}, rank={rank}, seed={seed})")
 
 
-def _dense_target(ratings: Ratings, values: np.ndarray) -> Array | None:
-    """The m x n matrix of the observed ratings, NaN where unobserved (``None`` if an entry repeats).
-
-    Stored in float32 when every rating is a float32 number (MovieLens, FilmTrust: half stars), half the
-    bytes to read each round; the same numbers either way. Used by :func:`_observed_loss`'s gradient.
-    """
-    m, n = ratings.n_users, ratings.n_items
-    if np.unique(np.asarray(ratings.users) * n + np.asarray(ratings.items)).size != values.size:
-        return None  # a repeated entry counts twice in f_t: keep the gathered sum
-    single = values.astype(np.float32)
-    dtype = np.float32 if np.array_equal(single, values) else values.dtype
-    dense = np.full((m, n), np.nan, dtype)
-    dense[ratings.users, ratings.items] = values
-    return jnp.asarray(dense)
-
-
-@jax.custom_jvp
-def _observed_loss(x: Array, users: Array, items: Array, values: Array, target: Array) -> Array:
-    """``f(X) = sum_{(i,j) in O} (X_ij - M_ij)^2 / 2`` over the whole of O (distinct entries), from a gather.
-
-    Its derivative (the JVP rule below) is the dense elementwise expression ``where(M_ij observed, X_ij -
-    M_ij, 0)`` over ``target`` (:func:`_dense_target`), with the very numbers of the gather's own gradient
-    (the residuals scattered into a zero matrix). Being elementwise, XLA fuses it into the learner's use of
-    the gradient (the running sum of OFW-type players) instead of writing a zero matrix and scattering
-    100,000 residuals into it every round (about 10% of an OFW-TVC round on MovieLens-100k on the CPU).
-    The ratings are data: no derivative is taken with respect to them.
-    """
-    residual = x[users, items] - values
-    return 0.5 * jnp.sum(residual * residual)
-
-
-@_observed_loss.defjvp
-def _observed_loss_jvp(primals, tangents):
-    x, target = primals[0], primals[4]
-    grad = jnp.where(jnp.isnan(target), 0, x - target.astype(x.dtype))
-    return _observed_loss(*primals), jnp.sum(grad * tangents[0])
-
-
 class OnlineMatrixCompletion(AbstractProblem):
     """Online matrix completion with time-varying trace constraints (paper 000, section "Experiments").
 
@@ -166,7 +128,6 @@ class OnlineMatrixCompletion(AbstractProblem):
     users: Int[Array, " n_obs"]
     items: Int[Array, " n_obs"]
     ratings: Float[Array, " n_obs"]
-    target: Float[Array, "m n"] | None
     sampling: str = eqx.field(static=True)
     constant_rule: str = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
@@ -201,7 +162,6 @@ class OnlineMatrixCompletion(AbstractProblem):
         self.users = jnp.asarray(ratings.users, dtype=jnp.int32)
         self.items = jnp.asarray(ratings.items, dtype=jnp.int32)
         self.ratings = jnp.asarray(values)
-        self.target = _dense_target(ratings, values) if sampling == "all" else None
         self.sampling, self.batch_size, self.constant_rule = sampling, int(batch_size), constants
         self.rho = float(radius)
         self.rating_max = float(np.max(np.abs(values)))
@@ -267,14 +227,14 @@ class OnlineMatrixCompletion(AbstractProblem):
             data["index"] = jax.random.randint(k_entries, (self.batch_size,), 0, self.ratings.shape[0])
         return data
 
-    def loss(self, data, x):
-        if self.target is not None:
-            return _observed_loss(x, self.users, self.items, self.ratings, self.target)
+    def _observed(self, data):
         if self.sampling == "all":
-            users, items, values = self.users, self.items, self.ratings
-        else:
-            i = data["index"]
-            users, items, values = self.users[i], self.items[i], self.ratings[i]
+            return self.users, self.items, self.ratings
+        i = data["index"]
+        return self.users[i], self.items[i], self.ratings[i]
+
+    def loss(self, data, x):
+        users, items, values = self._observed(data)
         residual = x[users, items] - values
         return 0.5 * jnp.sum(residual * residual)
 
