@@ -11,17 +11,14 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 import jax
 import pytest
 
-# Many tests compile the same small programs (an experiment's test and its golden summary, the learner suite
-# and the engine's tests): JAX's persistent compilation cache lets the workers share them. A folder per
-# checkout, safe to delete; a user's own JAX_COMPILATION_CACHE_DIR wins. The CLI's own cache is off in the CLI
-# subprocesses the tests start (an empty OCOKIT_CACHE_DIR), so the user's cache folder is never touched.
-# Only programs that take at least half a second to compile are written: those are the time the cache saves,
-# and every write serialises an executable, the step in which XLA's CPU client has crashed (a segfault in the
-# unwinder, libgcc_s) late in long worker processes in a few runs.
-_CACHE = Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax-compilation-cache"
-jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", str(_CACHE)))
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+# No persistent compilation cache in the test processes (a user's own JAX_COMPILATION_CACHE_DIR still turns
+# one on): XLA's CPU client has segfaulted in the unwinder (libgcc_s) late in long worker processes, in CI and
+# locally, most often while the cache serialised or loaded an executable (put_executable_and_time,
+# get_executable_and_time), once while compiling. Without the cache those two steps never run. The CLI's own
+# cache is off in the CLI subprocesses the tests start (an empty OCOKIT_CACHE_DIR), so the user's cache
+# folder is never touched.
+if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("OCOKIT_CACHE_DIR", "")
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
