@@ -17,29 +17,17 @@ issue 14: old / first (target >= 2x) and first / second (target >= 3x). The data
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _git import ROOT, folder_at
+
 OLD = "dd5d91d"
 """Today's main when issue 14 was filed (its start-up is the baseline)."""
-
-
-def old_source(commit: str, into: Path) -> Path | None:
-    """``src/`` of ``commit`` extracted into ``into`` (``None`` when git or the commit is unavailable)."""
-    try:
-        archive = subprocess.run(["git", "archive", commit, "src"], cwd=ROOT, capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def timed(args: list[str], env: dict[str, str]) -> float:
@@ -66,7 +54,7 @@ def main() -> None:
         base = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "PYTHONPATH")}
         base["OCOKIT_DATA"] = data
         command = ["run", args.experiment, *extra, "--data", data]
-        old_src = old_source(OLD, tmp / "old")
+        old_src = folder_at(OLD, "src", tmp / "old")
         times = {}
         if old_src is not None:
             env = base | {"PYTHONPATH": str(old_src), "OCOKIT_CACHE_DIR": str(tmp / "old-cache")}
