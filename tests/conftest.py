@@ -11,10 +11,17 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 import jax
 import pytest
 
+from tests.crash_rerun import (  # noqa: F401  (hooks: a crashed xdist worker's test runs once more)
+    pytest_handlecrashitem,
+    pytest_report_teststatus,
+    pytest_terminal_summary,
+)
+
 # No persistent compilation cache in the test processes (a user's own JAX_COMPILATION_CACHE_DIR still turns
 # one on): XLA's CPU client has segfaulted in the unwinder (libgcc_s) late in long worker processes, in CI and
 # locally, most often while the cache serialised or loaded an executable (put_executable_and_time,
-# get_executable_and_time), once while compiling. Without the cache those two steps never run. The CLI's own
+# get_executable_and_time), and while compiling, also with no cache (a crashed worker's test then runs once
+# more: tests/crash_rerun.py). Without the cache those two steps never run. The CLI's own
 # cache is off in the CLI subprocesses the tests start (an empty OCOKIT_CACHE_DIR), so the user's cache
 # folder is never touched.
 if os.environ.get("JAX_COMPILATION_CACHE_DIR"):

@@ -355,7 +355,8 @@ def comparators(
     for start in range(0, S, size):
         idx = np.arange(start, start + size) % S
         keep = min(size, S - start)
-        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], _comparators_chunk(problem, T, keys[idx])))
+        chunk = keys if size == S else keys[idx]  # one chunk: no gather program to compile
+        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], _comparators_chunk(problem, T, chunk)))
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
 
 
@@ -601,7 +602,8 @@ def sweep(
     pieces = []
     for start in range(0, S, size):
         idx = np.arange(start, start + size) % S  # pad the last chunk by wrapping around
-        out = _sweep_chunk(learner, problem, T, keys[idx], record_decisions, comparators, batched_learner)
+        chunk = keys if size == S else keys[idx]  # one chunk: no gather program to compile
+        out = _sweep_chunk(learner, problem, T, chunk, record_decisions, comparators, batched_learner)
         keep = min(size, S - start)
         pieces.append(jax.tree.map(lambda a, k=keep: a[:k], out))
     traj = jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)

@@ -263,10 +263,11 @@ def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], *
 
 def round_columns(traj: Trajectory, i: int) -> dict[str, np.ndarray]:
     """Run ``i``'s per-round columns: ``t``, ``loss``, each constraint ``g1..gN`` and the scalar diagnostics."""
-    T, cons = traj.loss.shape[-1], np.asarray(traj.constraints[i])
-    cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss[i])}
+    # indexed on the host: indexing a device array would compile one small program per shape
+    T, cons = traj.loss.shape[-1], np.asarray(traj.constraints)[i]
+    cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss)[i]}
     cols.update({f"g{n + 1}": cons[:, n] for n in range(cons.shape[1])})
-    diag = {f"diag_{k}": np.asarray(v[i]) for k, v in traj.diagnostics.items()}
+    diag = {f"diag_{k}": np.asarray(v)[i] for k, v in traj.diagnostics.items()}
     return cols | {k: v for k, v in diag.items() if v.ndim == 1}
 
 
@@ -480,8 +481,9 @@ class Comparison:
         todo = [s for s in seeds if s not in cache]
         if todo:
             fresh = comparators(problem, T, todo, chunk_size=self.chunk_size)
+            fresh = {k: np.asarray(v) for k, v in fresh.items()}  # host arrays: no small programs to compile
             cache.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
-        return {k: jnp.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
+        return {k: np.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
 
 
 _REGISTRY: dict[str, Experiment] = {}
