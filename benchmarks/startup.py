@@ -9,6 +9,10 @@ In this one script run, each command in a fresh Python process, with the experim
 2. today's command, with an empty compilation cache folder (``OCOKIT_CACHE_DIR``): a newcomer's first run;
 3. today's command again into a new output folder, with the cache the first one filled.
 
+Then, in this process, the compile and run times of the experiment's comparators' program (what it computes once
+per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
+largest relative difference of their outputs.
+
 It prints the three wall times (compilation included: each process starts cold) and the ratios asked for by
 issue 14: old / first (target >= 2x) and first / second (target >= 3x). The data folder is ``--data``,
 ``OCOKIT_DATA`` or ``../shared/data``.
@@ -38,6 +42,33 @@ def timed(args: list[str], env: dict[str, str]) -> float:
     if done.returncode != 0:
         raise SystemExit(f"ocokit {' '.join(args)} failed:\n{done.stderr[-2000:]}")
     return seconds
+
+
+def comparators_compile(T: int, seeds: int) -> None:
+    """Compile and run the Fig. 1 comparators' program twice in this process: XLA's defaults, the engine's options."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    from ocokit import engine
+    from ocokit.problems import TimeVaryingRegression
+
+    problem, keys = TimeVaryingRegression(), jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
+    outs = {}
+    print(f"comparators' program, time-varying regression, T = {T}, {seeds} seeds, in this process:")
+    for label, options in (("XLA defaults", {}), ("engine's options", engine._QUICK_COMPILE)):
+        program = eqx.filter_jit(engine._comparators_impl, compiler_options=options)
+        tic = time.perf_counter()
+        compiled = program.lower(problem, T, keys).compile()
+        compile_s = time.perf_counter() - tic
+        jax.block_until_ready(compiled(problem, T, keys))
+        tic = time.perf_counter()
+        outs[label] = jax.block_until_ready(compiled(problem, T, keys))
+        print(f"    {label}: compile {compile_s:.2f} s, run {time.perf_counter() - tic:.3f} s")
+    a, b = outs.values()
+    diff = max(float(jnp.max(jnp.abs(a[k] - b[k]) / (1.0 + jnp.abs(a[k])))) for k in a)
+    print(f"    largest relative difference of the comparator losses: {diff:.1e}")
 
 
 def main() -> None:
@@ -73,6 +104,8 @@ def main() -> None:
     else:
         print(f"today's main ({OLD}) not found in git: no comparison")
     print(f"second vs first invocation:      {times['first'] / times['second']:.2f}x faster  (target >= 3x)")
+    if args.experiment == "time-varying-regression":
+        comparators_compile(args.T or 1000, args.seeds or 20)
 
 
 if __name__ == "__main__":
