@@ -2,8 +2,8 @@
 
 Why: jaxlib's XLA CPU client has segfaulted in the unwinder (``libgcc_s``) late in long test worker
 processes, rarely and at a different test each time, in CI and locally (while compiling, while the
-persistent cache serialised or loaded an executable, and once with no cache at all). The test itself
-passes when run again. So a *crash* (the worker process gone, not an assertion or an exception) is
+persistent cache serialised or loaded an executable, and in CI with no cache at all); the same tests pass
+in every other run. So a *crash* (the worker process gone, not an assertion or an exception) is
 answered by one more run of that test: xdist's file scheduler already puts the crashed file's unfinished
 tests, the crashed one included, back in the queue and a replacement worker starts
 (``--max-worker-restart``); this plugin reports the crash as ``rerun`` (yellow, counted in the summary
