@@ -346,6 +346,18 @@ def _comparators_chunk(problem, T, keys):
     return _comparators_program()(problem, T, keys)
 
 
+def _in_chunks(fn, keys: PRNGKeyArray, size: int):
+    """``fn`` on the keys in chunks of ``size`` (the last padded by wrapping around), its outputs concatenated
+    over the keys and trimmed to their number (every chunk has one shape: one compiled program)."""
+    S = keys.shape[0]
+    pieces = []
+    for start in range(0, S, size):
+        chunk = keys if size == S else keys[np.arange(start, start + size) % S]  # one chunk: no gather to compile
+        keep = min(size, S - start)
+        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], fn(chunk)))
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
+
+
 def comparators(
     problem: AbstractProblem, T: int, keys: PRNGKeyArray | Sequence[int] | int, *, chunk_size: int = 64
 ) -> dict[str, Array]:
@@ -373,14 +385,7 @@ def comparators(
     S = _count_keys(keys)
     _check_memory("comparators", problem, T, S, min(chunk_size, S), False, True)
     keys = _as_keys(keys)
-    size = min(chunk_size, S)
-    pieces = []
-    for start in range(0, S, size):
-        idx = np.arange(start, start + size) % S
-        keep = min(size, S - start)
-        chunk = keys if size == S else keys[idx]  # one chunk: no gather program to compile
-        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], _comparators_chunk(problem, T, chunk)))
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
+    return _in_chunks(lambda chunk: _comparators_chunk(problem, T, chunk), keys, min(chunk_size, S))
 
 
 def with_comparators(traj: Trajectory, env: dict[str, Array]) -> Trajectory:
@@ -622,14 +627,11 @@ def sweep(
     size = min(per_chunk, S)
     _check_memory("sweep", problem, T, S * B, size * B, record_decisions, comparators)
     keys = _as_keys(keys)
-    pieces = []
-    for start in range(0, S, size):
-        idx = np.arange(start, start + size) % S  # pad the last chunk by wrapping around
-        chunk = keys if size == S else keys[idx]  # one chunk: no gather program to compile
-        out = _sweep_chunk(learner, problem, T, chunk, record_decisions, comparators, batched_learner)
-        keep = min(size, S - start)
-        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], out))
-    traj = jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
+    traj = _in_chunks(
+        lambda chunk: _sweep_chunk(learner, problem, T, chunk, record_decisions, comparators, batched_learner),
+        keys,
+        size,
+    )
     if batched_learner:  # (S, B, ...) -> (B, S, ...)
         traj = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), traj)
     if throw:

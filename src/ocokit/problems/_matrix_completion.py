@@ -227,14 +227,12 @@ class OnlineMatrixCompletion(AbstractProblem):
             data["index"] = jax.random.randint(k_entries, (self.batch_size,), 0, self.ratings.shape[0])
         return data
 
-    def _observed(self, data):
-        if self.sampling == "all":
-            return self.users, self.items, self.ratings
-        i = data["index"]
-        return self.users[i], self.items[i], self.ratings[i]
-
     def loss(self, data, x):
-        users, items, values = self._observed(data)
+        if self.sampling == "all":
+            users, items, values = self.users, self.items, self.ratings
+        else:
+            i = data["index"]
+            users, items, values = self.users[i], self.items[i], self.ratings[i]
         residual = x[users, items] - values
         return 0.5 * jnp.sum(residual * residual)
 
