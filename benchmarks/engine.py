@@ -9,7 +9,8 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
 * ``ocokit.run`` vs a hand-written ``lax.scan`` of the same OGD math on the same random numbers (drawn in
   blocks, as the engine does): <= 1.2x. The per-round-drawn hand scan is printed beside it.
 * ``ocokit.run`` per round vs today's main (the engine of commit ``OLD_ENGINE``, loaded from git into this
-  process, the rest of the library shared), OGD and COLDQ (Table 3): >= 3x faster.
+  process, the rest of the library shared, except COLDQ's per-round solver, also loaded as of ``OLD_ENGINE``),
+  OGD and COLDQ (Table 3): >= 3x faster.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan. ``Session`` is also
   timed as it was at ``OLD_ENGINE`` and at ``OLD_SESSION`` (those engines loaded from git), in this process,
@@ -20,6 +21,7 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 import types
@@ -32,7 +34,7 @@ jax.config.update("jax_enable_x64", True)
 
 import ocokit  # noqa: E402
 from _git import module_at  # noqa: E402
-from ocokit.algorithms import COLDQ, OGD, ProblemInfo  # noqa: E402
+from ocokit.algorithms import COLDQ, OGD, ProblemInfo, _queue_common  # noqa: E402
 from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
 OLD_ENGINE = "dd5d91d"
@@ -44,6 +46,23 @@ OLD_SESSION = "6df185a"
 def old_engine(commit: str = OLD_ENGINE) -> types.ModuleType | None:
     """``ocokit.engine`` as of ``commit`` (from this checkout's git), or ``None`` if unavailable."""
     return module_at(commit, "src/ocokit/engine.py", f"ocokit_engine_{commit}")
+
+
+def old_solver(commit: str = OLD_ENGINE) -> types.ModuleType | None:
+    """COLDQ's per-round solver module (``ocokit.algorithms._hinge_prox``) as of ``commit``, or ``None``."""
+    return module_at(commit, "src/ocokit/algorithms/_hinge_prox.py", f"ocokit_hinge_prox_{commit}")
+
+
+@contextlib.contextmanager
+def solving_with(module: types.ModuleType):
+    """Queue learners solve their per-round step with ``module``'s ``hinge_prox_step`` inside the block: a
+    program traced there (the old engine's COLDQ run, compiled on its first call) keeps that solver."""
+    saved = _queue_common.hinge_prox_step
+    _queue_common.hinge_prox_step = module.hinge_prox_step
+    try:
+        yield
+    finally:
+        _queue_common.hinge_prox_step = saved
 
 
 def best_of(fns: dict, repeats: int) -> dict[str, float]:
@@ -130,7 +149,13 @@ def main() -> None:
     if old is not None:
         fns["old run"] = lambda: ready(old.run(learner, problem, T, 0, comparators=False).loss)
         fns["old run, comparators"] = lambda: ready(old.run(learner, problem, T, 0).loss)
-        fns["old run COLDQ"] = lambda: ready(old.run(coldq, problem, T, 0, comparators=False).loss)
+        solver = old_solver()
+
+        def old_coldq():  # today's main whole: its engine and its per-round solver
+            with solving_with(solver) if solver is not None else contextlib.nullcontext():
+                return ready(old.run(coldq, problem, T, 0, comparators=False).loss)
+
+        fns["old run COLDQ"] = old_coldq
     t = best_of(fns, args.repeats)
 
     R = min(args.session_rounds, T)

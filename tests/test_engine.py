@@ -335,3 +335,33 @@ def test_memory_estimate_is_remembered_per_problem_structure(monkeypatch):
 
 def _weighted_distance(data, x):
     return data["weight"] * jnp.sum((x - data["target"]) ** 2)
+
+
+def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_defaults():
+    engine = ocokit.engine
+    small = ocokit.problems.TimeVaryingRegression()
+    large = ocokit.problems.CustomProblem(
+        domain=ocokit.sets.Box(0.0, 1.0, dim=engine.SMALL_DECISION + 1),
+        loss=lambda d, x: jnp.sum((x - d) ** 2),
+        data=jnp.zeros((1, engine.SMALL_DECISION + 1)),
+    )
+    options = engine._game_options(small)
+    assert options == tuple(engine._SMALL_GAME.items())
+    assert engine._game_options(large) == ()
+    level = {"xla_backend_optimization_level": 1}
+    assert engine._game_options(large, level) == tuple(level.items())
+    assert engine._game_options(small, level) == (*options, *level.items())
+    assert not engine._cpu_knows((("xla_no_such_option", True),))  # an XLA that lacks an option: its defaults
+    if not engine._cpu_knows(options):
+        pytest.skip("this backend's XLA has no YNNPACK fusion option")
+    matrices = ocokit.problems.CustomProblem(  # a matrix-matrix product per round: XLA's default calls YNNPACK
+        domain=ocokit.sets.Box(-1.0, 1.0, dim=20),
+        loss=lambda d, x: jnp.sum((x.reshape(2, 10) @ x.reshape(2, 10).T - d) ** 2),
+        data=jax.random.normal(jax.random.PRNGKey(1), (9, 2, 2)),
+    )
+    game = (OGD(eta=0.01), matrices, 9, jax.random.PRNGKey(0), True, False)
+    default = eqx.filter_jit(engine._run).lower(*game).compile()
+    chosen = engine._compiled(engine._run, options).lower(*game).compile()
+    assert "__ynn_fusion" in default.compiled.as_text()  # XLA's default hands the round's dots to YNNPACK
+    assert "__ynn_fusion" not in chosen.compiled.as_text()
+    np.testing.assert_allclose(chosen(*game).decisions, default(*game).decisions, rtol=1e-13, atol=1e-13)

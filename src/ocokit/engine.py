@@ -14,6 +14,7 @@ with the same numbers: round t's data depends on the environment key and t only,
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -322,28 +323,54 @@ _QUICK_COMPILE = {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitt
 """XLA options of the comparators' program on the CPU. The comparators solve a small QP per round (interior
 point, hundreds of small kernels): on paper 003's Fig. 1 (T = 1000, 20 seeds) XLA's default compiles the program in
 9.2 s and runs it in 1.3 s, these options in 3.1 s and 1.4 s, the optimum losses equal to 2e-13 relative (the
-solver's tolerance is 1e-13). The learners' programs keep XLA's defaults, which run their rounds faster."""
+solver's tolerance is 1e-13). The learners' programs keep XLA's default levels, which run their rounds faster."""
+
+_SMALL_GAME = {"xla_cpu_experimental_ynn_fusion_type": ""}
+"""XLA options of every program of a small game (:data:`SMALL_DECISION`) on the CPU: no YNNPACK fusions.
+
+XLA's CPU backend hands each ``dot`` to the YNNPACK library by default, a call whose fixed cost exceeds a small
+product's arithmetic (COLDQ's round multiplies 2 x 10 by 10 x 2); without it XLA emits the product inline.
+Measured in one process on paper 003's Fig. 1 (T = 20000): COLDQ's round 4.9 -> 3.6 us, OGD's unchanged; the
+golden summaries of every small game agree to 1e-12. A matrix-completion round (943 x 1682 matrix-vector
+products) is faster with YNNPACK (17.5 against 20.9 elementwise passes per OFW-TVC round), so large games
+keep XLA's defaults."""
+
+SMALL_DECISION = 65536
+"""A game whose decision has at most this many entries compiles with :data:`_SMALL_GAME`."""
+
+
+@functools.cache
+def _cpu_knows(options: tuple[tuple[str, Any], ...]) -> bool:
+    """Whether the default backend is the CPU and its XLA accepts ``options`` (an unknown option raises)."""
+    if jax.default_backend() != "cpu":
+        return False
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=dict(options)).lower(1.0).compile()
+    except jax.errors.JaxRuntimeError:  # an XLA without one of these options: its defaults
+        return False
+    return True
+
+
+@functools.cache
+def _compiled(fn, options: tuple[tuple[str, Any], ...] = ()):
+    """``eqx.filter_jit(fn)`` with the XLA ``options`` (name-value pairs), if the CPU's XLA knows them."""
+    if options and _cpu_knows(options):
+        return eqx.filter_jit(fn, compiler_options=dict(options))
+    return eqx.filter_jit(fn)
+
+
+def _game_options(problem: AbstractProblem, *extra: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The XLA options of ``problem``'s programs: :data:`_SMALL_GAME` for a small decision, then ``extra``."""
+    small = math.prod(problem.domain.shape) <= SMALL_DECISION
+    return tuple({**(_SMALL_GAME if small else {}), **{k: v for d in extra for k, v in d.items()}}.items())
 
 
 def _comparators_impl(problem, T, keys):
     return jax.vmap(lambda key: _comparators_one(problem, T, key))(keys)
 
 
-@functools.cache
-def _comparators_program():
-    """The comparators' compiled function: with :data:`_QUICK_COMPILE` on the CPU, if this XLA knows them."""
-    if jax.default_backend() == "cpu":
-        try:
-            jax.jit(lambda x: x + 1, compiler_options=_QUICK_COMPILE).lower(1.0).compile()
-        except jax.errors.JaxRuntimeError:  # an XLA without one of these options: its defaults
-            pass
-        else:
-            return eqx.filter_jit(_comparators_impl, compiler_options=_QUICK_COMPILE)
-    return eqx.filter_jit(_comparators_impl)
-
-
 def _comparators_chunk(problem, T, keys):
-    return _comparators_program()(problem, T, keys)
+    return _compiled(_comparators_impl, _game_options(problem, _QUICK_COMPILE))(problem, T, keys)
 
 
 def _in_chunks(fn, keys: PRNGKeyArray, size: int):
@@ -471,9 +498,6 @@ def _run_grid(learner: AbstractLearner, *game: Any) -> Trajectory:
     return jax.vmap(lambda p: _run(eqx.combine(p, static), *game))(params)
 
 
-_run_jit = eqx.filter_jit(_run)
-
-
 def _raise_if_bad(traj: Trajectory, label: str = "") -> None:
     rounds = np.asarray(traj.first_bad_round).reshape(-1)
     whats = np.asarray(traj.bad_quantity).reshape(-1)
@@ -524,7 +548,7 @@ def run(
     T = _check_compatible(learner, problem, T)
     key = _as_key(key)
     _check_memory("run", problem, T, 1, 1, record_decisions, comparators)
-    traj = _run_jit(learner, problem, T, key, record_decisions, comparators)
+    traj = _compiled(_run, _game_options(problem))(learner, problem, T, key, record_decisions, comparators)
     if throw:
         _raise_if_bad(traj)
     return traj
@@ -628,7 +652,9 @@ def sweep(
     _check_memory("sweep", problem, T, S * B, size * B, record_decisions, comparators)
     keys = _as_keys(keys)
     traj = _in_chunks(
-        lambda chunk: _sweep_chunk(learner, problem, T, chunk, record_decisions, comparators, batched_learner),
+        lambda chunk: _compiled(_sweep_chunk, _game_options(problem))(
+            learner, problem, T, chunk, record_decisions, comparators, batched_learner
+        ),
         keys,
         size,
     )
@@ -639,7 +665,6 @@ def sweep(
     return traj
 
 
-@eqx.filter_jit
 def _sweep_chunk(learner, problem, T, keys, record_decisions, comparators, grid):
     run_one = _run_grid if grid else _run
     return jax.vmap(lambda key: run_one(learner, problem, T, key, record_decisions, comparators))(keys)
@@ -683,10 +708,12 @@ class Session:
         # flattened once: a round passes flat lists of arrays (no Python pytree flattening per round)
         self._params, params_def = jax.tree.flatten(params)
         self._state, self._state_def = jax.tree.flatten(state)
+        options = _game_options(problem)
+        options = options if options and _cpu_knows(options) else ()
         try:
-            self._round, self._rounds = _session_programs(static, params_def, self._state_def)
+            self._round, self._rounds = _session_programs(static, params_def, self._state_def, options)
         except TypeError:  # a structure that cannot be hashed (a dict-valued static field): compiled for this session
-            self._round, self._rounds = _session_programs.__wrapped__(static, params_def, self._state_def)
+            self._round, self._rounds = _session_programs.__wrapped__(static, params_def, self._state_def, options)
         self._x_host: np.ndarray | None = None
         self._out: np.ndarray | None = None  # the last round's host vector [f_t, g_t, bad, x_{t+1}]
         self._n = problem.num_constraints
@@ -770,8 +797,9 @@ def _session_play(static, params, state, history, x, data):
 
 
 @functools.lru_cache(maxsize=32)
-def _session_programs(static, params_def, state_def):
-    """The compiled round and burst of one learner-and-problem structure (its numbers are arguments).
+def _session_programs(static, params_def, state_def, options=()):
+    """The compiled round and burst of one learner-and-problem structure (its numbers are arguments), compiled
+    with the XLA ``options`` of the game (:func:`_game_options`).
 
     Looked up once per session (the structure is hashed here, not on every round) and shared by every
     session of that structure. The programs take the learner's and problem's arrays and the state as flat
@@ -798,7 +826,7 @@ def _session_programs(static, params_def, state_def):
         (state, history, x), reports = jax.lax.scan(body, (state, history, x), datas)
         return state, history, x, reports
 
-    return jax.jit(play), jax.jit(rounds)
+    return jax.jit(play, compiler_options=dict(options)), jax.jit(rounds, compiler_options=dict(options))
 
 
 def _coded(report: Array) -> Array:

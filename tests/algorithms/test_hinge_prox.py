@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms._hinge_prox import (
+    _UNROLL,
     hinge_prox_step,
     resolve_solver,
     solve_affine,
@@ -54,10 +55,11 @@ def _affine_instance(rng, p=10, N=2):
 _affine_box = jax.jit(lambda c, a, z, w, A, b: solve_affine(c, a, z, w, A, b, Box(0.0, 5.0, dim=10)))
 
 
-def test_affine_over_a_box_matches_clarabel():
+@pytest.mark.parametrize("N", [2, _UNROLL + 3])  # sums written out term by term, and as products
+def test_affine_over_a_box_matches_clarabel(N):
     rng = np.random.default_rng(0)
     for _ in range(25):
-        c, alpha, z, w, A, b = _affine_instance(rng)
+        c, alpha, z, w, A, b = _affine_instance(rng, N=N)
         sol = _affine_box(c, alpha, z, w, A, b)
         ref = _clarabel(c, alpha, z, lambda x: w @ cp.pos(A @ x - b), lambda x: [x >= 0, x <= 5])  # noqa: B023
         assert bool(sol.converged)

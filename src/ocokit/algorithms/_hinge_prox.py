@@ -54,6 +54,8 @@ References:
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +81,10 @@ SOLVERS = ("auto", "affine", "log_capacity", "smooth")
 
 _SIGMA = 1e-4  # Armijo constant
 _MAX_BACKTRACKS = 60
+_UNROLL = 8
+"""Sums over at most this many constraints are written out term by term (:func:`_combine`): XLA fuses the terms
+with the arithmetic around them, where a ``dot`` or a reduction is a kernel of its own. A round's solve is a
+few dozen tiny kernels (paper 003 has N = 2 or 3), so their number, not the arithmetic, sets its time."""
 
 
 class HingeProxSolution(eqx.Module):
@@ -115,6 +121,23 @@ def _eps(dtype) -> float:
 def _regularisation(scale, dtype):
     """``1e-10`` of the curvature scale (at least ``10 eps`` of it), plus the smallest normal number."""
     return max(1e-10, 10 * _eps(dtype)) * scale + jnp.finfo(dtype).tiny
+
+
+def _combine(weights: Array, rows: Array) -> Array:
+    """``sum_n weights[n] rows[n]`` (``rows^T weights`` for a matrix, ``<weights, rows>`` for a vector),
+    written out term by term for at most :data:`_UNROLL` terms."""
+    n = weights.shape[0]
+    if n == 0 or n > _UNROLL:
+        return jnp.tensordot(weights, rows, axes=1)
+    return functools.reduce(operator.add, [weights[i] * rows[i] for i in range(n)])
+
+
+def _smallest(values: Array) -> Array:
+    """``min(values)``, written out for at most :data:`_UNROLL` values."""
+    n = values.shape[0]
+    if n == 0 or n > _UNROLL:
+        return jnp.min(values, initial=jnp.inf)
+    return functools.reduce(jnp.minimum, [values[i] for i in range(n)])
 
 
 def _kkt_residual(lam, g, w):
@@ -183,13 +206,13 @@ def _maximise_dual(
         # Coordinates already at a bound that d pushes out of the box stay there (the projected arc).
         stuck = ((cur.lam <= 0) & (d < 0)) | ((cur.lam >= w) & (d > 0))
         d = jnp.where(stuck, 0.0, d)
-        slope = jnp.dot(cur.g, d)  # > 0 for a Newton direction; else fall back to the scaled gradient
+        slope = _combine(cur.g, d)  # > 0 for a Newton direction; else fall back to the scaled gradient
         d = jnp.where(slope > 0, d, jnp.where(fixed | stuck, 0.0, cur.g) / scale)
-        slope = jnp.dot(cur.g, d)
+        slope = _combine(cur.g, d)
         # The segment up to the first bound; the first Armijo trial is the Newton point or, if nearer,
         # that bound (a locally linear piece makes d huge).
         room = jnp.where(d > 0, w - cur.lam, cur.lam)
-        s_max = jnp.min(jnp.where(d != 0, room / jnp.abs(d), jnp.inf))
+        s_max = _smallest(jnp.where(d != 0, room / jnp.abs(d), jnp.inf))
         if exact_step is not None:
             s_best = exact_step(cur.lam, d, jnp.minimum(s_max, jnp.sqrt(jnp.finfo(w.dtype).max)))
             return oracle(to_box(cur.lam + s_best * d), cur.x), k + 1
@@ -265,25 +288,30 @@ def solve_affine(
     two_alpha = 2.0 * alpha
     v0 = z - c / two_alpha
 
+    def unclipped(lam):
+        return v0 - _combine(lam, A) / two_alpha
+
     def oracle(lam, x_warm):
         del x_warm
-        v = v0 - A.T @ lam / two_alpha
+        v = unclipped(lam)
         if isinstance(domain, Box):
             x = jnp.clip(v, domain.lower, domain.upper)
-            JA = A * ((v > domain.lower) & (v < domain.upper)).astype(A.dtype)[None, :]
+            free = ((v > domain.lower) & (v < domain.upper)).astype(A.dtype)
+            # g and the Hessian A J A^T in one reduction: the rows of A against x and against J a_m
+            products = jnp.sum(A[:, None, :] * jnp.concatenate([x[None], A * free[None, :]])[None], axis=-1)
+            g, hess = products[:, 0] - b, products[:, 1:] / two_alpha
         else:
             x, JA = jax.vmap(lambda a: jax.jvp(domain.project, (v,), (a,)))(A)  # J_Pi(v) a_n, row by row
             x = x[0]
-        g = A @ x - b
-        hess = A @ JA.T / two_alpha
-        return _DualPoint(lam, x, g, _objective(c, alpha, z, x) + jnp.dot(lam, g), hess)
+            g, hess = A @ x - b, A @ JA.T / two_alpha
+        return _DualPoint(lam, x, g, _objective(c, alpha, z, x) + _combine(lam, g), hess)
 
     def exact_step(lam, d, s_max):
         # On a box phi'(s) = <d, A x(s) - b> with x(s) = clip(v - s u) is non-increasing and piecewise
         # linear, with breakpoints where a coordinate of v - s u meets a bound: evaluate it there and
         # interpolate its zero linearly between the two neighbouring breakpoints.
-        v = v0 - A.T @ lam / two_alpha
-        Ad = A.T @ d
+        v = unclipped(lam)
+        Ad = _combine(d, A)
         u = Ad / two_alpha
         nonzero = u != 0
         safe = jnp.where(nonzero, u, 1.0)
@@ -291,14 +319,18 @@ def solve_affine(
         cuts = jnp.where(jnp.concatenate([nonzero, nonzero]), cuts, 0.0)
         S = jnp.clip(jnp.concatenate([jnp.zeros(1, dtype), cuts, s_max[None]]), 0.0, s_max)
         X = jnp.clip(v[None, :] - S[:, None] * u[None, :], domain.lower[None, :], domain.upper[None, :])
-        D = X @ Ad - jnp.dot(d, b)
+        D = jnp.sum(X * Ad[None, :], axis=-1) - _combine(d, b)
         up = D >= 0
-        s_lo = jnp.max(jnp.where(up, S, 0.0))
-        D_lo = jnp.max(jnp.where(up & (S == s_lo), D, 0.0))
-        s_hi = jnp.min(jnp.where(up, jnp.inf, S))
-        D_hi = jnp.min(jnp.where(~up & (S == s_hi), D, jnp.inf))
+        # the last breakpoint with phi' >= 0 and the first with phi' < 0 (inf: none), then phi' there;
+        # each pair in one reduction
+        s_lo, neg_s_hi = jnp.max(jnp.stack([jnp.where(up, S, 0.0), jnp.where(up, -jnp.inf, -S)]), axis=1)
+        s_hi = -neg_s_hi
+        D_lo, neg_D_hi = jnp.max(
+            jnp.stack([jnp.where(up & (S == s_lo), D, 0.0), jnp.where(~up & (S == s_hi), -D, -jnp.inf)]), axis=1
+        )
+        D_hi = -neg_D_hi
         s_root = s_lo + D_lo * (s_hi - s_lo) / jnp.where(D_lo > D_hi, D_lo - D_hi, 1.0)
-        return jnp.where(jnp.all(up), s_max, jnp.clip(s_root, s_lo, s_hi))
+        return jnp.where(s_hi == jnp.inf, s_max, jnp.clip(s_root, s_lo, s_hi))
 
     scale = jnp.trace(A @ A.T) / (two_alpha * A.shape[0])
     w = jnp.asarray(weights, dtype)
