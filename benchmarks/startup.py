@@ -10,8 +10,8 @@ In this one script run, each command in a fresh Python process, with the experim
 3. today's command again into a new output folder, with the cache the first one filled.
 
 Then, in this process, the compile and run times of the experiment's comparators' program (what it computes once
-per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE`` and,
-for a small game, ``engine._SMALL_GAME``), and the largest relative difference of their outputs.
+per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
+largest relative difference of their outputs.
 
 It prints the three wall times (compilation included: each process starts cold) and the ratios asked for by
 issue 14: old / first (target >= 2x) and first / second (target >= 3x). The data folder is ``--data``,
@@ -57,8 +57,7 @@ def comparators_compile(T: int, seeds: int) -> None:
     problem, keys = TimeVaryingRegression(), jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
     outs = {}
     print(f"comparators' program, time-varying regression, T = {T}, {seeds} seeds, in this process:")
-    chosen = dict(engine._game_options(problem, engine._QUICK_COMPILE))
-    for label, options in (("XLA defaults", {}), ("engine's options", chosen)):
+    for label, options in (("XLA defaults", {}), ("engine's options", engine._QUICK_COMPILE)):
         program = eqx.filter_jit(engine._comparators_impl, compiler_options=options)
         tic = time.perf_counter()
         compiled = program.lower(problem, T, keys).compile()

@@ -348,9 +348,6 @@ def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_de
     options = engine._game_options(small)
     assert options == tuple(engine._SMALL_GAME.items())
     assert engine._game_options(large) == ()
-    level = {"xla_backend_optimization_level": 1}
-    assert engine._game_options(large, level) == tuple(level.items())
-    assert engine._game_options(small, level) == (*options, *level.items())
     assert not engine._cpu_knows((("xla_no_such_option", True),))  # an XLA that lacks an option: its defaults
     if not engine._cpu_knows(options):
         pytest.skip("this backend's XLA has no YNNPACK fusion option")

@@ -326,14 +326,17 @@ point, hundreds of small kernels): on paper 003's Fig. 1 (T = 1000, 20 seeds) XL
 solver's tolerance is 1e-13). The learners' programs keep XLA's default levels, which run their rounds faster."""
 
 _SMALL_GAME = {"xla_cpu_experimental_ynn_fusion_type": ""}
-"""XLA options of every program of a small game (:data:`SMALL_DECISION`) on the CPU: no YNNPACK fusions.
+"""XLA options of a small game's learner programs (``run``, ``sweep``, ``Session``; :data:`SMALL_DECISION`) on the
+CPU: no YNNPACK fusions.
 
 XLA's CPU backend hands each ``dot`` to the YNNPACK library by default, a call whose fixed cost exceeds a small
 product's arithmetic (COLDQ's round multiplies 2 x 10 by 10 x 2); without it XLA emits the product inline.
 Measured in one process on paper 003's Fig. 1 (T = 20000): COLDQ's round 4.9 -> 3.6 us, OGD's unchanged; the
 golden summaries of every small game agree to 1e-12. A matrix-completion round (943 x 1682 matrix-vector
 products) is faster with YNNPACK (17.5 against 20.9 elementwise passes per OFW-TVC round), so large games
-keep XLA's defaults."""
+keep XLA's defaults, as does the comparators' program (:data:`_QUICK_COMPILE`): its interior-point steps, batched
+over seeds, run slower without YNNPACK (1.31 against 1.12 s with its own options, Fig. 1, T = 1000, 20 seeds, best
+of three in one process)."""
 
 SMALL_DECISION = 65536
 """A game whose decision has at most this many entries compiles with :data:`_SMALL_GAME`."""
@@ -359,10 +362,9 @@ def _compiled(fn, options: tuple[tuple[str, Any], ...] = ()):
     return eqx.filter_jit(fn)
 
 
-def _game_options(problem: AbstractProblem, *extra: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The XLA options of ``problem``'s programs: :data:`_SMALL_GAME` for a small decision, then ``extra``."""
-    small = math.prod(problem.domain.shape) <= SMALL_DECISION
-    return tuple({**(_SMALL_GAME if small else {}), **{k: v for d in extra for k, v in d.items()}}.items())
+def _game_options(problem: AbstractProblem) -> tuple[tuple[str, Any], ...]:
+    """The XLA options of the learner programs of ``problem``'s game: :data:`_SMALL_GAME` for a small decision."""
+    return tuple(_SMALL_GAME.items()) if math.prod(problem.domain.shape) <= SMALL_DECISION else ()
 
 
 def _comparators_impl(problem, T, keys):
@@ -370,7 +372,7 @@ def _comparators_impl(problem, T, keys):
 
 
 def _comparators_chunk(problem, T, keys):
-    return _compiled(_comparators_impl, _game_options(problem, _QUICK_COMPILE))(problem, T, keys)
+    return _compiled(_comparators_impl, tuple(_QUICK_COMPILE.items()))(problem, T, keys)
 
 
 def _in_chunks(fn, keys: PRNGKeyArray, size: int):
