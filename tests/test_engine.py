@@ -345,12 +345,12 @@ def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_de
         loss=lambda d, x: jnp.sum((x - d) ** 2),
         data=jnp.zeros((1, engine.SMALL_DECISION + 1)),
     )
+    assert engine._usable({"xla_no_such_option": True}) == ()  # an XLA that lacks an option: its defaults
+    assert engine._game_options(large) == ()
+    if not engine._cpu_knows(tuple(engine._SMALL_GAME.items())):
+        pytest.skip("this backend's XLA has no YNNPACK fusion option")
     options = engine._game_options(small)
     assert options == tuple(engine._SMALL_GAME.items())
-    assert engine._game_options(large) == ()
-    assert not engine._cpu_knows((("xla_no_such_option", True),))  # an XLA that lacks an option: its defaults
-    if not engine._cpu_knows(options):
-        pytest.skip("this backend's XLA has no YNNPACK fusion option")
     matrices = ocokit.problems.CustomProblem(  # a matrix-matrix product per round: XLA's default calls YNNPACK
         domain=ocokit.sets.Box(-1.0, 1.0, dim=20),
         loss=lambda d, x: jnp.sum((x.reshape(2, 10) @ x.reshape(2, 10).T - d) ** 2),

@@ -354,17 +354,22 @@ def _cpu_knows(options: tuple[tuple[str, Any], ...]) -> bool:
     return True
 
 
+def _usable(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """``options`` as name-value pairs if the default backend is the CPU and its XLA knows them, else none."""
+    pairs = tuple(options.items())
+    return pairs if pairs and _cpu_knows(pairs) else ()
+
+
 @functools.cache
 def _compiled(fn, options: tuple[tuple[str, Any], ...] = ()):
-    """``eqx.filter_jit(fn)`` with the XLA ``options`` (name-value pairs), if the CPU's XLA knows them."""
-    if options and _cpu_knows(options):
-        return eqx.filter_jit(fn, compiler_options=dict(options))
-    return eqx.filter_jit(fn)
+    """``eqx.filter_jit(fn)`` with the XLA ``options`` (name-value pairs, from :func:`_usable`)."""
+    return eqx.filter_jit(fn, compiler_options=dict(options)) if options else eqx.filter_jit(fn)
 
 
 def _game_options(problem: AbstractProblem) -> tuple[tuple[str, Any], ...]:
-    """The XLA options of the learner programs of ``problem``'s game: :data:`_SMALL_GAME` for a small decision."""
-    return tuple(_SMALL_GAME.items()) if math.prod(problem.domain.shape) <= SMALL_DECISION else ()
+    """The XLA options of the learner programs of ``problem``'s game: :data:`_SMALL_GAME` for a small decision
+    (where usable)."""
+    return _usable(_SMALL_GAME) if math.prod(problem.domain.shape) <= SMALL_DECISION else ()
 
 
 def _comparators_impl(problem, T, keys):
@@ -372,7 +377,7 @@ def _comparators_impl(problem, T, keys):
 
 
 def _comparators_chunk(problem, T, keys):
-    return _compiled(_comparators_impl, tuple(_QUICK_COMPILE.items()))(problem, T, keys)
+    return _compiled(_comparators_impl, _usable(_QUICK_COMPILE))(problem, T, keys)
 
 
 def _in_chunks(fn, keys: PRNGKeyArray, size: int):
@@ -711,7 +716,6 @@ class Session:
         self._params, params_def = jax.tree.flatten(params)
         self._state, self._state_def = jax.tree.flatten(state)
         options = _game_options(problem)
-        options = options if options and _cpu_knows(options) else ()
         try:
             self._round, self._rounds = _session_programs(static, params_def, self._state_def, options)
         except TypeError:  # a structure that cannot be hashed (a dict-valued static field): compiled for this session
