@@ -37,6 +37,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import ocokit  # noqa: E402
+from _timing import best_of, best_of_each  # noqa: E402
 from ocokit.algorithms import COLDQ, ProblemInfo  # noqa: E402
 from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
@@ -60,25 +61,6 @@ class DrawnRounds(TimeVaryingRegression):
 
     def round_optimum(self, data):
         return None
-
-
-def best_of(fn, repeats: int) -> tuple[float, float]:
-    """The fastest wall and CPU (process) times of ``repeats`` calls, after one untimed warm-up call."""
-    return best_of_each([fn], repeats)[0]
-
-
-def best_of_each(fns, repeats: int) -> list[tuple[float, float]]:
-    """:func:`best_of` for each of ``fns``, their calls interleaved (a slow spell of the machine hits all alike)."""
-    for fn in fns:
-        fn()
-    wall, cpu = [[] for _ in fns], [[] for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            tic, cpu_tic = time.perf_counter(), time.process_time()
-            fn()
-            wall[i].append(time.perf_counter() - tic)
-            cpu[i].append(time.process_time() - cpu_tic)
-    return [(min(w), min(c)) for w, c in zip(wall, cpu, strict=True)]
 
 
 class CvxpyCOLDQ:
@@ -166,7 +148,8 @@ def main() -> None:
     bare_learner = COLDQ.from_paper(ProblemInfo.of(problem, T), table=3)
 
     alone = lambda T: ocokit.run(bare_learner, bare, T, 0, comparators=False).loss.block_until_ready()  # noqa: E731
-    t_bare, t_bare2 = best_of_each([lambda: alone(T), lambda: alone(2 * T)], 2 * args.repeats + 1)
+    bare_times = best_of_each({"T": lambda: alone(T), "2T": lambda: alone(2 * T)}, 2 * args.repeats + 1)
+    t_bare, t_bare2 = bare_times["T"], bare_times["2T"]
     t_full = best_of(lambda: ocokit.run(learner, problem, T, 0).loss.block_until_ready(), args.repeats)
     ours = np.asarray(ocokit.run(bare_learner, bare, T, 0, record_decisions=True).decisions)
     traj = ocokit.run(bare_learner, bare, T, 0, comparators=False)
@@ -181,10 +164,11 @@ def main() -> None:
         f"CVXPY problem rebuilt every round + {rebuilt.solver} (the authors' approach)": rebuilt,
     }
     for label, reference in references.items():
-        xs = reference.run(rounds[:R], T, eta, gamma)
-        # the best of --repeats passes over the same rounds, as for ocokit (after a warm-up pass, in which CVXPY
-        # compiles the parameterized problem): a machine that slows down for a while slows one pass, not the ratio
-        wall, cpu = best_of(lambda reference=reference: reference.run(rounds[:R], T, eta, gamma), args.repeats)
+        xs = reference.run(rounds[:R], T, eta, gamma)  # the warm-up pass: CVXPY compiles the parameterized problem
+        # the best of --repeats passes over the same rounds, as for ocokit: a slow spell slows one pass, not the ratio
+        wall, cpu = best_of(
+            lambda reference=reference: reference.run(rounds[:R], T, eta, gamma), args.repeats, warm_up=False
+        )
         target = 1000 if reference is rebuilt else 500
         results[label] = (wall / (R - 1), cpu / (R - 1), np.max(np.abs(xs - ours[:R])), target)
 

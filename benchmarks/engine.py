@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import time
 import types
 
 import jax
@@ -34,6 +33,7 @@ jax.config.update("jax_enable_x64", True)
 
 import ocokit  # noqa: E402
 from _git import module_at  # noqa: E402
+from _timing import best_of_each  # noqa: E402
 from ocokit.algorithms import COLDQ, OGD, ProblemInfo, _queue_common  # noqa: E402
 from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
@@ -63,19 +63,6 @@ def solving_with(module: types.ModuleType):
         yield
     finally:
         _queue_common.hinge_prox_step = saved
-
-
-def best_of(fns: dict, repeats: int) -> dict[str, float]:
-    """The fastest wall time of each function over ``repeats`` interleaved calls (after one warm-up call)."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            tic = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - tic)
-    return best
 
 
 def hand_scans(problem: TimeVaryingRegression, T: int, B: int = 250):
@@ -156,7 +143,7 @@ def main() -> None:
                 return ready(old.run(coldq, problem, T, 0, comparators=False).loss)
 
         fns["old run COLDQ"] = old_coldq
-    t = best_of(fns, args.repeats)
+    t = {name: best.wall for name, best in best_of_each(fns, args.repeats).items()}
 
     R = min(args.session_rounds, T)
     datas = jax.vmap(lambda s: problem.round_data(None, jax.random.fold_in(env_key, s), s))(jnp.arange(1, R + 1))
@@ -181,7 +168,7 @@ def main() -> None:
     sessions = {"session": stepped, "observe_many": burst, "dispatch": dispatches}
     before = {"old session": old, f"session {OLD_SESSION}": old_engine(OLD_SESSION)}
     sessions |= {name: lambda e=e: stepped(e) for name, e in before.items() if e is not None}
-    ts = best_of(sessions, args.repeats)
+    ts = {name: best.wall for name, best in best_of_each(sessions, args.repeats).items()}
 
     us = lambda seconds, rounds=T: f"{1e6 * seconds / rounds:.2f} us/round"  # noqa: E731
     print(f"problem: TimeVaryingRegression(dim=10), learner: OGD, T = {T}, device: {jax.devices()[0].platform}")

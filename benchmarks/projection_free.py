@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 
 import ocokit  # noqa: E402
 from _git import module_at  # noqa: E402
+from _timing import best_of, best_of_each  # noqa: E402
 from ocokit.algorithms import OFWTVC, OGD, ProblemInfo  # noqa: E402
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings  # noqa: E402
 from ocokit.sets import NuclearNormBall  # noqa: E402
@@ -73,32 +74,6 @@ def old_problem(rat, problem: OnlineMatrixCompletion, old: types.ModuleType) -> 
     kwargs = {"radius": problem.rho, "sampling": problem.sampling, "batch_size": problem.batch_size}
     ball = old.NuclearNormBall(problem.shape, problem.rho)
     return eqx.tree_at(lambda p: p.domain, ThreefryDraw(rat, **kwargs), ball)
-
-
-def best_of(fn, repeats: int) -> float:
-    """The fastest of ``repeats`` timed calls, after one untimed warm-up call (compilation)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        tic = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - tic)
-    return min(times)
-
-
-def best_of_each(fns: dict, repeats: int, inner: dict | None = None) -> dict[str, float]:
-    """The fastest call of each function, the candidates interleaved (``inner[name]`` calls per turn)."""
-    inner = inner or {}
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            for _ in range(inner.get(name, 1)):
-                tic = time.perf_counter()
-                fn()
-                best[name] = min(best[name], time.perf_counter() - tic)
-    return best
 
 
 def fmt(seconds: float) -> str:
@@ -151,7 +126,7 @@ def lmo_vs_svd(steps: int, repeats: int, old: types.ModuleType | None) -> None:
     if old is not None:
         old_run = warm_run_of(old.NuclearNormBall((M, N), radius=1e4))
         fns["old"] = lambda: jax.block_until_ready(old_run(Gs))
-    t = best_of_each(fns, repeats)
+    t = {name: best.wall for name, best in best_of_each(fns, repeats).items()}
     warm = t["new"] / (steps + 1)
     # one SVD per call, as an exact LMO would need (the top pair from a full SVD of G)
     svd_times, exact = [], []
@@ -198,10 +173,10 @@ def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int,
         before = old_problem(rat, problem, old)
         fns |= {"old tvc": run_of(learner, before, T), "old tvc 2T": run_of(learner, before, 2 * T)}
         fns |= {"old draw": draw_only(before, T)}
-    t = best_of_each(fns, repeats, inner={"pass": 20, "cached pass": 20})
+    t = {name: best.wall for name, best in best_of_each(fns, repeats, inner={"pass": 20, "cached pass": 20}).items()}
     # a round in steady state: rounds T + 1..2T (the run's fixed cost and its cold first LMO call cancel)
     floor, tvc, draw = t["pass"], (t["tvc 2T"] - t["tvc"]) / T, t["draw"] / T
-    ogd = best_of(run_of(OGD(eta=1.0), problem, T_ogd), max(1, repeats - 1)) / T_ogd
+    ogd = best_of(run_of(OGD(eta=1.0), problem, T_ogd), max(1, repeats - 1)).wall / T_ogd
     print(f"(2) OFW-TVC vs projected OGD (full SVD projection each round), OnlineMatrixCompletion on {source}")
     print(f"    (sampling={problem.sampling!r}, the problem's default)")
     print(f"    OGD / OFW-TVC time per round: {ogd / tvc:.1f}x   [OFW-TVC {fmt(tvc)}, OGD {fmt(ogd)} per round]")
