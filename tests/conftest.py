@@ -4,9 +4,9 @@ never flips these)."""
 import os
 from pathlib import Path
 
-# The suite spends most of its time compiling small programs; XLA's cheapest backend optimisation level
-# compiles them about 1.5x faster and changes no result (a user's own XLA_FLAGS win).
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+from tests import xla_flags
+
+os.environ.setdefault("XLA_FLAGS", xla_flags.FLAGS)  # before JAX is imported
 
 import jax
 import pytest

@@ -20,7 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+from tests import xla_flags
+
+os.environ.setdefault("XLA_FLAGS", xla_flags.FLAGS)  # before JAX is imported
 
 import jax
 import numpy as np
