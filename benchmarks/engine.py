@@ -13,9 +13,9 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
   OGD and COLDQ (Table 3): >= 3x faster.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan. ``Session`` is also
-  timed as it was at ``OLD_ENGINE`` and at ``OLD_SESSION`` (those engines loaded from git), in this process,
-  and against the floor of any path that makes one compiled call per round: a jitted ``x + 1`` called on
-  a host array with its result fetched, which alone costs several scan rounds on a CPU.
+  timed as it was at ``OLD_ENGINE``, ``OLD_SESSION`` and ``UNPACKED_SESSION`` (those engines loaded from git),
+  in this process, and against the floor of any path that makes one compiled call per round: a jitted
+  ``x + 1`` called on a host array with its result fetched, which alone costs several scan rounds on a CPU.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ OLD_ENGINE = "dd5d91d"
 """Today's main when the block-drawn engine was written: its ``src/ocokit/engine.py`` is the baseline."""
 OLD_SESSION = "6df185a"
 """The engine before the Session's one-vector round (the program returns ``[f_t, g_t, bad, x_{t+1}]``)."""
+UNPACKED_SESSION = "0f86869"
+"""The engine before the Session packed its arrays into a few buffers per call (``engine._Layout``)."""
 
 
 def old_engine(commit: str = OLD_ENGINE) -> types.ModuleType | None:
@@ -166,7 +168,11 @@ def main() -> None:
             np.asarray(one(x_host))
 
     sessions = {"session": stepped, "observe_many": burst, "dispatch": dispatches}
-    before = {"old session": old, f"session {OLD_SESSION}": old_engine(OLD_SESSION)}
+    before = {
+        "old session": old,
+        f"session {OLD_SESSION}": old_engine(OLD_SESSION),
+        f"session {UNPACKED_SESSION}": old_engine(UNPACKED_SESSION),
+    }
     sessions |= {name: lambda e=e: stepped(e) for name, e in before.items() if e is not None}
     ts = {name: best.wall for name, best in best_of_each(sessions, args.repeats).items()}
 
@@ -196,7 +202,8 @@ def main() -> None:
     scan_round = t["run"] / T
     print(f"Session per round vs the scan:           {ts['session'] / R / scan_round:6.1f}x  (target <= 5x)")
     print(f"    {us(ts['session'], R)} over {R} rounds (decide + observe, data from the host)", end="")
-    for name, commit in (("old session", OLD_ENGINE), (f"session {OLD_SESSION}", OLD_SESSION)):
+    olds = ("old session", OLD_ENGINE), *((f"session {c}", c) for c in (OLD_SESSION, UNPACKED_SESSION))
+    for name, commit in olds:
         if name in ts:
             print(f"; {ts[name] / ts['session']:.2f}x faster than at {commit}", end="")
     print()

@@ -9,10 +9,11 @@ import pytest
 import ocokit
 from ocokit.algorithms import OGD
 from ocokit.engine import NonFiniteError
+from ocokit.feedback import PREDICTIONS
 from ocokit.problems import TimeVaryingRegression
 
 from .helpers import NaNAt, quadratic_problem
-from .learner_cases import CASES
+from .learner_cases import CASES, cases
 
 
 def _python_loop(learner, problem, T, key):
@@ -168,6 +169,60 @@ def test_session_matches_run():
         session.decide()
         out = session.observe(problem.round_data(None, jax.random.fold_in(env_key, t), t))
         assert out["loss"] == pytest.approx(float(traj.loss[t - 1]), rel=1e-12)
+
+
+def _first_case_of_each_learner() -> list[tuple[str, object, object]]:
+    first = {}
+    for case_id, learner, problem in cases():
+        first.setdefault(type(learner), (case_id, learner, problem))
+    return [c for c in first.values() if type(c[1]).feedback is not PREDICTIONS]  # Session takes no lookahead
+
+
+@pytest.mark.parametrize("case", _first_case_of_each_learner(), ids=lambda c: c[0])
+def test_session_plays_every_learner_as_run_does(case):
+    """Decision by decision and loss by loss (the Session packs its state into a few buffers per call)."""
+    _, learner, problem = case
+    T = 5
+    traj = ocokit.run(learner, problem, T, 3, record_decisions=True, comparators=False, throw=False)
+    session = ocokit.Session(learner, problem, horizon=T, key=3)
+    env_key = ocokit.engine.split_key(session.key)[0]
+    episode = problem.episode(env_key, T)
+    for t in range(1, T + 1):
+        x = session.decide()
+        out = session.observe(problem.round_data(episode, jax.random.fold_in(env_key, t), t))
+        np.testing.assert_allclose(x, traj.decisions[t - 1], rtol=1e-12, atol=1e-12, err_msg=f"round {t}")
+        np.testing.assert_allclose(out["loss"], traj.loss[t - 1], rtol=1e-12, atol=1e-12, err_msg=f"round {t}")
+        np.testing.assert_allclose(out["constraints"], traj.constraints[t - 1], rtol=1e-12, atol=1e-12)
+    state = jax.tree.map(np.asarray, session.state)
+    again = ocokit.Session(learner, problem, horizon=T, key=3)
+    assert jax.tree.structure(state) == jax.tree.structure(again.state)
+
+
+def test_a_layout_packs_arrays_into_one_buffer_per_dtype_and_back_exactly():
+    """Values, dtypes and weak types survive inside and outside a compiled program; typed keys cross alone."""
+    leaves = [
+        jnp.arange(6.0).reshape(2, 3),
+        jnp.asarray(2.5),  # weakly typed
+        jnp.asarray([1, 2], jnp.int32),
+        jnp.asarray(np.float32(0.1)),
+        jnp.zeros((0, 4)),
+        jnp.asarray([True, False]),
+        jax.random.key(7),
+        jnp.asarray(np.uint32(4294967295)),
+        jnp.asarray([7.0, 8.0]),
+    ]
+    layout = ocokit.engine._Layout.of(leaves)
+    buffers = layout.pack(leaves)
+    assert len(buffers) == 7  # f64, weak f64, i32, f32, bool, u32 and the key alone
+    through_a_program = jax.jit(lambda b: layout.pack(layout.unpack(b)))(buffers)
+    for back in (layout.unpack(buffers), layout.unpack(through_a_program)):
+        assert len(back) == len(leaves)
+        for a, b in zip(leaves, back, strict=True):
+            assert (a.dtype, a.shape) == (b.dtype, b.shape)
+            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended):
+                a, b = jax.random.key_data(a), jax.random.key_data(b)
+            assert a.weak_type == b.weak_type
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_session_raises_on_non_finite_with_round():

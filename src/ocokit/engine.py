@@ -692,8 +692,10 @@ class Session:
     constraints and the decision was non-finite, or -1), in one transfer, which is also what the next
     ``decide()`` returns. ``observe_many`` runs the same round body in a ``lax.scan`` over the burst (a burst
     of a new length compiles once). The programs are compiled once per learner and problem structure,
-    shared by every session of that structure (numbers are arguments); the learner's, problem's and
-    state's arrays cross as flat lists of leaves (flattened once, at construction).
+    shared by every session of that structure (numbers are arguments). Every array that crosses a call adds
+    to its cost (about half a microsecond each on a 2-core CPU), so the learner's and problem's arrays cross
+    as one buffer per dtype, and so do the state, the carried history and the decision (:class:`_Layout`, set
+    up once, at construction); only the round's data crosses as given.
 
     Example:
         >>> import ocokit
@@ -711,25 +713,29 @@ class Session:
         self.key = _as_key(key)
         self.info = ProblemInfo.of(problem, horizon)
         params, static = eqx.partition((learner, problem), eqx.is_array)
-        state, self._history, self._x = _session_start(learner, problem, self.info, split_key(self.key)[1])
-        # flattened once: a round passes flat lists of arrays (no Python pytree flattening per round)
-        self._params, params_def = jax.tree.flatten(params)
-        self._state, self._state_def = jax.tree.flatten(state)
-        options = _game_options(problem)
+        carry = _session_start(learner, problem, self.info, split_key(self.key)[1])  # (state, history, x)
+        # packed once: a round passes a few buffers (no Python pytree flattening per round)
+        params, params_def = jax.tree.flatten(params)
+        carry, self._carry_def = jax.tree.flatten(carry)
+        params_layout, self._carry_layout = _Layout.of(params), _Layout.of(carry)
+        self._params, self._carry = params_layout.pack(params), self._carry_layout.pack(carry)
+        self._x = x = carry[-1]  # the decision to play, until observe (the last leaf of (state, history, x))
+        structure = (static, params_def, params_layout, self._carry_def, self._carry_layout, _game_options(problem))
         try:
-            self._round, self._rounds = _session_programs(static, params_def, self._state_def, options)
+            self._round, self._rounds = _session_programs(*structure)
         except TypeError:  # a structure that cannot be hashed (a dict-valued static field): compiled for this session
-            self._round, self._rounds = _session_programs.__wrapped__(static, params_def, self._state_def, options)
+            self._round, self._rounds = _session_programs.__wrapped__(*structure)
         self._x_host: np.ndarray | None = None
         self._out: np.ndarray | None = None  # the last round's host vector [f_t, g_t, bad, x_{t+1}]
         self._n = problem.num_constraints
-        self._x_shape, self._x_dtype = tuple(self._x.shape), np.dtype(self._x.dtype)
+        self._x_shape, self._x_dtype = tuple(x.shape), np.dtype(x.dtype)
         self.t = 0
 
     @property
     def state(self) -> Any:
         """The learner's current state."""
-        return jax.tree.unflatten(self._state_def, self._state)
+        carry = _compiled_unpack(self._carry_layout)(self._carry)  # compiled once per layout
+        return jax.tree.unflatten(self._carry_def, carry)[0]
 
     def decide(self) -> np.ndarray:
         """The decision to play this round (the same until ``observe`` is called)."""
@@ -745,7 +751,7 @@ class Session:
 
     def observe(self, data: Any) -> dict[str, np.ndarray]:
         """Absorb this round's data; returns the loss and constraint values at the played point."""
-        self._state, self._history, self._x, out = self._round(self._params, self._state, self._history, self._x, data)
+        self._carry, out = self._round(self._params, self._carry, data)
         self._out = out = np.asarray(out)  # [f_t, g_t (N), bad, x_{t+1}]: the round's one transfer
         self._x_host = None
         self.t += 1
@@ -763,9 +769,7 @@ class Session:
         Returns:
             ``{"loss": (n,), "constraints": (n, N)}``, the values at the decisions played in those rounds.
         """
-        self._state, self._history, self._x, reports = self._rounds(
-            self._params, self._state, self._history, self._x, datas
-        )
+        self._carry, self._x, reports = self._rounds(self._params, self._carry, datas)
         self._x_host = self._out = None
         reports = np.asarray(reports)  # one row [f_t, g_t (N), bad] per round
         before, n = self.t, self._n
@@ -775,6 +779,57 @@ class Session:
             i = int(bad[0])
             raise NonFiniteError(f"non-finite {_QUANTITIES[int(reports[i, n + 1])]} at round {before + 1 + i}")
         return {"loss": reports[:, 0], "constraints": reports[:, 1 : n + 1]}
+
+
+class _Layout(eqx.Module):
+    """Where each array of a flat list lives when the list crosses a ``jit`` call as a few 1-D buffers.
+
+    Arrays of the same dtype and weak type (the type of a Python scalar's array, which JAX promotes
+    differently) are raveled and concatenated, in list order, into one buffer; a slice of a weakly typed
+    buffer is weakly typed again, so the round trip is exact, types included. A typed PRNG key crosses on its
+    own (``alone``). :meth:`pack` and :meth:`unpack` run inside the compiled programs (slices and reshapes
+    that XLA folds into their uses).
+    """
+
+    shapes: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    kinds: tuple[tuple[Any, bool], ...] = eqx.field(static=True)  # (dtype, weakly typed) of each array
+    alone: tuple[bool, ...] = eqx.field(static=True)
+    groups: tuple[tuple[Any, bool], ...] = eqx.field(static=True)  # the buffers' kinds, in order of first appearance
+
+    @classmethod
+    def of(cls, leaves: Sequence[Any]) -> _Layout:
+        """The layout of ``leaves`` (arrays)."""
+        alone = tuple(jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended) for a in leaves)
+        weak = (not key and isinstance(a, jax.Array) and a.weak_type for a, key in zip(leaves, alone, strict=True))
+        kinds = tuple(zip((a.dtype for a in leaves), weak, strict=True))
+        groups = tuple(dict.fromkeys(k for k, a in zip(kinds, alone, strict=True) if not a))
+        return cls(tuple(tuple(np.shape(a)) for a in leaves), kinds, alone, groups)
+
+    def pack(self, leaves: Sequence[Any]) -> tuple[Any, ...]:
+        """The buffers: one per kind of :attr:`groups`, then each array that crosses alone."""
+        kept = list(zip(leaves, self.kinds, self.alone, strict=True))
+        buffers = [jnp.concatenate([jnp.ravel(a) for a, k, alone in kept if k == g and not alone]) for g in self.groups]
+        return (*buffers, *(a for a, _, alone in kept if alone))
+
+    def unpack(self, buffers: Sequence[Any]) -> list[Any]:
+        """The arrays packed into ``buffers``."""
+        packed = dict(zip(self.groups, buffers, strict=False))
+        apart = iter(buffers[len(self.groups) :])
+        offsets, leaves = dict.fromkeys(self.groups, 0), []
+        for shape, kind, alone in zip(self.shapes, self.kinds, self.alone, strict=True):
+            if alone:
+                leaves.append(next(apart))
+                continue
+            size, start = math.prod(shape), offsets[kind]
+            offsets[kind] = start + size
+            leaves.append(packed[kind][start : start + size].reshape(shape))
+        return leaves
+
+
+@functools.cache
+def _compiled_unpack(layout: _Layout):
+    """``layout.unpack``, compiled (a slice of a device array outside a program would compile one per slice)."""
+    return jax.jit(layout.unpack)
 
 
 @eqx.filter_jit
@@ -803,34 +858,40 @@ def _session_play(static, params, state, history, x, data):
 
 
 @functools.lru_cache(maxsize=32)
-def _session_programs(static, params_def, state_def, options=()):
+def _session_programs(static, params_def, params_layout, carry_def, carry_layout, options=()):
     """The compiled round and burst of one learner-and-problem structure (its numbers are arguments), compiled
     with the XLA ``options`` of the game (:func:`_game_options`).
 
     Looked up once per session (the structure is hashed here, not on every round) and shared by every
-    session of that structure. The programs take the learner's and problem's arrays and the state as flat
-    lists of leaves, so a round is one fast-path ``jit`` dispatch with no Python pytree work. ``play``
-    returns the round's one host vector ``[f_t, g_t, bad, x_{t+1}]`` (:func:`_coded`), ``rounds`` one row
-    ``[f_t, g_t, bad]`` per round.
+    session of that structure. The programs take the learner's and problem's arrays and the carry
+    ``(state, history, x)`` packed by their :class:`_Layout`, so a round is one fast-path ``jit`` dispatch
+    with a few arguments and no Python pytree work. ``play`` returns the packed carry and the round's one
+    host vector ``[f_t, g_t, bad, x_{t+1}]`` (:func:`_coded`), ``rounds`` the packed carry, the next decision and
+    one row ``[f_t, g_t, bad]`` per round.
     """
 
-    def step(params, state, history, x, data):
-        params, state = jax.tree.unflatten(params_def, params), jax.tree.unflatten(state_def, state)
+    def step(params, carry, data):
+        state, history, x = carry
         state, history, x, report = _session_play(static, params, state, history, x, data)
-        return jax.tree.leaves(state), history, x, _coded(report)
+        return (state, history, x), _coded(report)
 
-    def play(params, state, history, x, data):
-        state, history, x, report = step(params, state, history, x, data)
+    def unpacked(params, carry):
+        params = jax.tree.unflatten(params_def, params_layout.unpack(params))
+        return params, jax.tree.unflatten(carry_def, carry_layout.unpack(carry))
+
+    def packed(carry):
+        return carry_layout.pack(jax.tree.leaves(carry))
+
+    def play(params, carry, data):
+        carry, report = step(*unpacked(params, carry), data)
+        x = carry[-1]
         dtype = jnp.promote_types(report.dtype, x.dtype)  # wide enough for both: the host gets both exactly
-        return state, history, x, jnp.concatenate([report.astype(dtype), x.ravel().astype(dtype)])
+        return packed(carry), jnp.concatenate([report.astype(dtype), x.ravel().astype(dtype)])
 
-    def rounds(params, state, history, x, datas):
-        def body(carry, data):
-            *carry, report = step(params, *carry, data)
-            return tuple(carry), report
-
-        (state, history, x), reports = jax.lax.scan(body, (state, history, x), datas)
-        return state, history, x, reports
+    def rounds(params, carry, datas):
+        params, carry = unpacked(params, carry)
+        carry, reports = jax.lax.scan(lambda c, data: step(params, c, data), carry, datas)
+        return packed(carry), carry[-1], reports
 
     return jax.jit(play, compiler_options=dict(options)), jax.jit(rounds, compiler_options=dict(options))
 
