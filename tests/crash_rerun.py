@@ -15,6 +15,8 @@ Imported by ``tests/conftest.py`` (its hooks run in the xdist controller).
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 CRASHED: set[str] = set()
@@ -41,6 +43,41 @@ def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched) -> 
         return
     CRASHED.add(crashitem)
     report.outcome = "rerun"  # type: ignore[assignment]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` without its hang after a crash (below); other modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return _file_scheduler()(config, log)
+
+
+@functools.cache
+def _file_scheduler() -> type:
+    """xdist's file scheduler, less a hang after a crash (pytest-xdist 3.8: issues 1323 and 1327 there).
+
+    A worker runs a test only once it holds the next one, or has been told to stop. A replacement worker that
+    is handed the crashed file's last test alone (or a unit with nothing left to run) therefore waits for
+    more, and xdist gives it more only when it finishes a test: the session hangs. Here a unit with nothing
+    left to run is dropped, a worker holding a single test is given the next unit too, and a worker given
+    the last unit of the queue is told to stop, so it runs what it holds and exits (with the queue empty,
+    there is nothing else it could be given).
+    """
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileScheduling(LoadFileScheduling):
+        def _assign_work_unit(self, node) -> None:
+            while self.workqueue and all(next(iter(self.workqueue.values())).values()):
+                self.workqueue.popitem(last=False)  # every test of the unit has run
+            if self.workqueue:
+                super()._assign_work_unit(node)
+            if not self.workqueue:
+                node.shutdown()
+            elif self._pending_of(self.assigned_work[node]) < 2:
+                self._assign_work_unit(node)  # one test held: it would wait for the next one
+
+    return FileScheduling
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
