@@ -15,6 +15,7 @@ from tests.crash_rerun import (  # noqa: F401  (hooks: a crashed xdist worker's 
     pytest_handlecrashitem,
     pytest_report_teststatus,
     pytest_terminal_summary,
+    pytest_xdist_make_scheduler,
 )
 
 # No persistent compilation cache in the test processes (a user's own JAX_COMPILATION_CACHE_DIR still turns

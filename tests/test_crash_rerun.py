@@ -86,3 +86,11 @@ def test_a_crash_on_the_last_test_of_a_file_does_not_hang_the_session(tmp_path):
     done = _session(tmp_path, "-k", "busy or after or ok or crashes_once")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "8 passed, 1 rerun" in done.stdout
+
+
+def test_the_suite_registers_every_hook_of_the_plugin():
+    """``tests/conftest.py`` imports the plugin's hooks by name: one left out would be silently off."""
+    from tests import conftest, crash_rerun
+
+    hooks = {name for name in vars(crash_rerun) if name.startswith("pytest_")}
+    assert hooks and hooks <= set(vars(conftest)), sorted(hooks - set(vars(conftest)))
