@@ -14,13 +14,17 @@ per seed) with XLA's defaults and with the options the engine compiles it with (
 largest relative difference of their outputs.
 
 It prints the three wall times (compilation included: each process starts cold) and the ratios asked for by
-issue 14: old / first (target >= 2x) and first / second (target >= 3x). The data folder is ``--data``,
+issue 14: old / first (target >= 2x) and first / second (target >= 3x). Beside each wall time, where it went:
+the seconds JAX reported tracing, lowering (jaxpr to MLIR) and compiling (XLA, cache hits excluded) through
+``jax.monitoring``, counted in that process by a listener registered before the command runs, and the rest
+(starting Python, imports, running the programs, writing results and plots). The data folder is ``--data``,
 ``OCOKIT_DATA`` or ``../shared/data``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -34,14 +38,43 @@ OLD = "dd5d91d"
 """Today's main when issue 14 was filed (its start-up is the baseline)."""
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
-    """Wall time of ``python -m ocokit.cli ARGS`` in a fresh process (it must succeed)."""
+PHASES = {
+    "trace": "/jax/core/compile/jaxpr_trace_duration",
+    "lower": "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "compile": "/jax/core/compile/backend_compile_duration",
+}
+"""The ``jax.monitoring`` duration events summed per invocation, by the name printed."""
+
+_CLI = """
+import atexit, json, os, runpy, sys
+import jax.monitoring
+seconds = {}
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, secs, **_: seconds.__setitem__(event, seconds.get(event, 0.0) + secs))
+atexit.register(lambda: open(os.environ["STARTUP_PHASES"], "w").write(json.dumps(seconds)))
+sys.argv = ["ocokit", *sys.argv[1:]]
+runpy.run_module("ocokit.cli", run_name="__main__")
+"""
+"""``python -m ocokit.cli ARGS``, with a listener summing JAX's duration events into ``$STARTUP_PHASES``."""
+
+
+def timed(args: list[str], env: dict[str, str], phases: Path) -> tuple[float, dict[str, float]]:
+    """Wall time of ``ocokit ARGS`` in a fresh process (it must succeed), and its seconds per :data:`PHASES`."""
     tic = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ocokit.cli", *args], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI, *args], env=env | {"STARTUP_PHASES": str(phases)}, capture_output=True, text=True
+    )
     seconds = time.perf_counter() - tic
     if done.returncode != 0:
         raise SystemExit(f"ocokit {' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    return seconds
+    events = json.loads(phases.read_text())
+    return seconds, {name: events.get(event, 0.0) for name, event in PHASES.items()}
+
+
+def breakdown(wall: float, phases: dict[str, float]) -> str:
+    """``wall``'s seconds per phase, the rest last."""
+    parts = [f"{name} {secs:.1f} s" for name, secs in phases.items()]
+    return ", ".join([*parts, f"the rest {wall - sum(phases.values()):.1f} s"])
 
 
 def comparators_compile(T: int, seeds: int) -> None:
@@ -86,19 +119,24 @@ def main() -> None:
         base["OCOKIT_DATA"] = data
         command = ["run", args.experiment, *extra, "--data", data]
         old_src = folder_at(OLD, "src", tmp / "old")
-        times = {}
+        times, phases = {}, {}
         if old_src is not None:
             env = base | {"PYTHONPATH": str(old_src), "OCOKIT_CACHE_DIR": str(tmp / "old-cache")}
-            times["old"] = timed([*command, "--out", str(tmp / "out-old")], env)
+            times["old"], phases["old"] = timed([*command, "--out", str(tmp / "out-old")], env, tmp / "old.json")
         env = base | {"PYTHONPATH": str(ROOT / "src"), "OCOKIT_CACHE_DIR": str(tmp / "cache")}
-        times["first"] = timed([*command, "--out", str(tmp / "out-1")], env)
-        times["second"] = timed([*command, "--out", str(tmp / "out-2")], env)
+        times["first"], phases["first"] = timed([*command, "--out", str(tmp / "out-1")], env, tmp / "first.json")
+        times["second"], phases["second"] = timed([*command, "--out", str(tmp / "out-2")], env, tmp / "second.json")
     print(f"ocokit {' '.join(command[:-2])}: each command in a fresh process, compilation included")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    if "old" in times:
-        print(f"    today's main ({OLD}), empty cache: {times['old']:.1f} s")
-    print(f"    now, first invocation (empty cache): {times['first']:.1f} s")
-    print(f"    now, second invocation (new output folder, the cache the first filled): {times['second']:.1f} s")
+    labels = {
+        "old": f"today's main ({OLD}), empty cache",
+        "first": "now, first invocation (empty cache)",
+        "second": "now, second invocation (new output folder, the cache the first filled)",
+    }
+    for name, label in labels.items():
+        if name in times:
+            print(f"    {label}: {times[name]:.1f} s")
+            print(f"        {breakdown(times[name], phases[name])}")
     if "old" in times:
         print(f"first invocation vs today's main: {times['old'] / times['first']:.2f}x faster  (target >= 2x)")
     else:
