@@ -15,9 +15,9 @@ largest relative difference of their outputs.
 
 It prints the three wall times (compilation included: each process starts cold) and the ratios asked for by
 issue 14: old / first (target >= 2x) and first / second (target >= 3x). Beside each wall time, where it went:
-the seconds JAX reported tracing, lowering (jaxpr to MLIR) and compiling (XLA, cache hits excluded) through
-``jax.monitoring``, counted in that process by a listener registered before the command runs, and the rest
-(starting Python, imports, running the programs, writing results and plots). The data folder is ``--data``,
+the seconds JAX reported tracing, lowering (jaxpr to MLIR) and compiling (XLA; loading a cached program counts)
+through ``jax.monitoring``, counted in that process by a listener registered before the command runs, and the
+rest (starting Python, imports, running the programs, writing results and plots). The data folder is ``--data``,
 ``OCOKIT_DATA`` or ``../shared/data``.
 """
 
@@ -58,16 +58,15 @@ runpy.run_module("ocokit.cli", run_name="__main__")
 """``python -m ocokit.cli ARGS``, with a listener summing JAX's duration events into ``$STARTUP_PHASES``."""
 
 
-def timed(args: list[str], env: dict[str, str], phases: Path) -> tuple[float, dict[str, float]]:
+def timed(args: list[str], env: dict[str, str], events_file: Path) -> tuple[float, dict[str, float]]:
     """Wall time of ``ocokit ARGS`` in a fresh process (it must succeed), and its seconds per :data:`PHASES`."""
     tic = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", _CLI, *args], env=env | {"STARTUP_PHASES": str(phases)}, capture_output=True, text=True
-    )
+    env = env | {"STARTUP_PHASES": str(events_file)}
+    done = subprocess.run([sys.executable, "-c", _CLI, *args], env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - tic
     if done.returncode != 0:
         raise SystemExit(f"ocokit {' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    events = json.loads(phases.read_text())
+    events = json.loads(events_file.read_text())
     return seconds, {name: events.get(event, 0.0) for name, event in PHASES.items()}
 
 
