@@ -170,7 +170,7 @@ def _maximise_dual(
     oracle: Callable[[Array, Array], _DualPoint],
     w: Float[Array, " N"],
     x_warm: Float[Array, " p"],
-    scale: Float[Array, ""],
+    scale: Callable[[], Array],
     tol: Any,
     max_iter: int,
     exact_step: Callable[[Array, Array, Array], Array] | None = None,
@@ -183,10 +183,28 @@ def _maximise_dual(
     scale of ``-phi`` (that of ``x`` unclipped): it sets the Newton regularisation and the gradient step;
     ``g_scale``, the size of the terms that make up ``g`` (its round-off), enters the tolerance.
     """
-    reg = _regularisation(scale, w.dtype)
     start = oracle(jnp.zeros_like(w), x_warm)
     eps = _eps(w.dtype)
     tol_abs = jnp.maximum(tol, 100 * eps) * (1.0 + jnp.max(jnp.abs(start.g)) + g_scale)
+
+    def cond(carry):
+        point, k = carry
+        return (_kkt_residual(point.lam, point.g, w) > tol_abs) & (k < max_iter)
+
+    init = (start, jnp.asarray(0, jnp.int32))
+    # Most rounds stop at the start (the fast path): the Newton loop and what only it needs (the curvature
+    # scale, the regularisation) sit in a branch taken when a step is needed, so those rounds skip them.
+    point, k = jax.lax.cond(
+        cond(init), lambda c: _newton(oracle, w, scale(), tol_abs, cond, c, exact_step), lambda c: c, init
+    )
+    res = _kkt_residual(point.lam, point.g, w)
+    return HingeProxSolution(point.x, point.lam, k, res, res <= tol_abs)
+
+
+def _newton(oracle, w, scale, tol_abs, cond, init, exact_step):
+    """The projected Newton loop of :func:`_maximise_dual` from ``init = (point, 0)``, until ``cond`` fails."""
+    reg = _regularisation(scale, w.dtype)
+    eps = _eps(w.dtype)
 
     def to_box(lam):
         # Clip to [0, w] and snap to a bound within a few eps of it: a step meant to reach a bound can stop
@@ -194,10 +212,6 @@ def _maximise_dual(
         # and Newton stalls there until max_iter.
         lam = jnp.clip(lam, 0.0, w)
         return jnp.where(lam <= 10 * eps * w, 0.0, jnp.where(lam >= (1 - 10 * eps) * w, w, lam))
-
-    def cond(carry):
-        point, k = carry
-        return (_kkt_residual(point.lam, point.g, w) > tol_abs) & (k < max_iter)
 
     def body(carry):
         cur, k = carry
@@ -241,9 +255,7 @@ def _maximise_dual(
         _, new, _, _ = jax.lax.while_loop(ls_cond, ls_body, (s0, pt0, ok0, 0))
         return new, k + 1
 
-    point, k = jax.lax.while_loop(cond, body, (start, jnp.asarray(0, jnp.int32)))
-    res = _kkt_residual(point.lam, point.g, w)
-    return HingeProxSolution(point.x, point.lam, k, res, res <= tol_abs)
+    return jax.lax.while_loop(cond, body, init)
 
 
 def _objective(c, alpha, z, x):
@@ -332,7 +344,9 @@ def solve_affine(
         s_root = s_lo + D_lo * (s_hi - s_lo) / jnp.where(D_lo > D_hi, D_lo - D_hi, 1.0)
         return jnp.where(s_hi == jnp.inf, s_max, jnp.clip(s_root, s_lo, s_hi))
 
-    scale = jnp.trace(A @ A.T) / (two_alpha * A.shape[0])
+    def scale():
+        return jnp.trace(A @ A.T) / (two_alpha * A.shape[0])
+
     w = jnp.asarray(weights, dtype)
     exact = exact_step if isinstance(domain, Box) else None
     g_scale = jnp.max(jnp.abs(b))
@@ -393,7 +407,9 @@ def solve_log_capacity(
         hess = jnp.reshape(jnp.sum(jnp.where(free, dg * dg / curvature, 0.0)), (1, 1))
         return _DualPoint(lam, x, g, _objective(c, alpha, z, x) + mu * g[0], hess)
 
-    scale = jnp.sum((s * r) ** 2) / (two_alpha * z.shape[0])
+    def scale():
+        return jnp.sum((s * r) ** 2) / (two_alpha * z.shape[0])
+
     w = jnp.reshape(jnp.asarray(weight, dtype), (1,))
     return _maximise_dual(oracle, w, z, scale, tol, max_iter, g_scale=jnp.abs(demand))
 
@@ -483,8 +499,10 @@ def solve_smooth(
         gx = g(x)
         return _DualPoint(lam, x, gx, _objective(c, alpha, z, x) + jnp.dot(lam, gx), hess)
 
-    J0 = jac(z)
-    scale = jnp.sum(J0 * J0) / (2.0 * alpha * w.shape[0])
+    def scale():
+        J0 = jac(z)
+        return jnp.sum(J0 * J0) / (2.0 * alpha * w.shape[0])
+
     return _maximise_dual(oracle, w, z, scale, tol, max_iter)
 
 
