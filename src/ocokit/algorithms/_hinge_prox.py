@@ -21,7 +21,8 @@ is exact once it has found the right piece, so it stops after a few steps at mac
 
 The first check, at ``lam = 0``, is the fast path of paper 003's Section 4.3, tested on the projected point
 (the paper states it for the unprojected step): when the projected gradient step ``Pi_X(z - c / (2 alpha))``
-satisfies ``g <= 0`` it is the solution (the penalty is 0 there) and no Newton step is taken.
+satisfies ``g <= 0`` it is the solution (the penalty is 0 there) and no Newton step is taken. The Newton loop,
+and the curvature scale only it needs, sit in a ``lax.cond`` branch that such a round skips.
 
 Three structures of ``g``, each with its own ``x(lam)``:
 
