@@ -180,8 +180,9 @@ def _maximise_dual(
     """Projected Newton for ``max_{lam in [0, w]} phi(lam)``; ``oracle(lam, x_warm)`` gives ``x(lam)`` etc.
 
     ``exact_step(lam, d, s_max)``, when given, is the exact maximiser of ``phi(lam + s d)`` over
-    ``s in [0, s_max]`` (no backtracking); otherwise an Armijo search is used. ``scale`` is a curvature
-    scale of ``-phi`` (that of ``x`` unclipped): it sets the Newton regularisation and the gradient step;
+    ``s in [0, s_max]`` (no backtracking); otherwise an Armijo search is used. ``scale()`` returns a curvature
+    scale of ``-phi`` (that of ``x`` unclipped), computed only in the branch that takes Newton steps: it sets the
+    Newton regularisation and the gradient step;
     ``g_scale``, the size of the terms that make up ``g`` (its round-off), enters the tolerance.
     """
     start = oracle(jnp.zeros_like(w), x_warm)
@@ -202,8 +203,17 @@ def _maximise_dual(
     return HingeProxSolution(point.x, point.lam, k, res, res <= tol_abs)
 
 
-def _newton(oracle, w, scale, tol_abs, cond, init, exact_step):
-    """The projected Newton loop of :func:`_maximise_dual` from ``init = (point, 0)``, until ``cond`` fails."""
+def _newton(
+    oracle: Callable[[Array, Array], _DualPoint],
+    w: Float[Array, " N"],
+    scale: Float[Array, ""],
+    tol_abs: Float[Array, ""],
+    cond: Callable[[tuple[_DualPoint, Array]], Array],
+    init: tuple[_DualPoint, Int[Array, ""]],
+    exact_step: Callable[[Array, Array, Array], Array] | None,
+) -> tuple[_DualPoint, Int[Array, ""]]:
+    """The projected Newton loop of :func:`_maximise_dual` from ``init = (point, 0)`` while ``cond`` holds:
+    the last point and the number of steps taken (arguments as there; ``scale`` evaluated)."""
     reg = _regularisation(scale, w.dtype)
     eps = _eps(w.dtype)
 
