@@ -5,7 +5,7 @@ import sys
 import jax
 import pytest
 
-from ocokit import cli
+from ocokit import _executables, cli
 
 _OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs", "jax_compilation_cache_max_size")
 
@@ -14,10 +14,12 @@ _OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_
 def no_jax_cache():
     """Run with no JAX cache folder configured (the suite's own is restored afterwards)."""
     saved = {name: getattr(jax.config, name) for name in _OPTIONS}
+    programs = _executables.folder()  # the CLI's cache also turns on the engine's (ocokit._executables)
     jax.config.update("jax_compilation_cache_dir", None)
     yield
     for name, value in saved.items():
         jax.config.update(name, value)
+    _executables.use(programs)
 
 
 def test_cache_folder_from_the_environment_or_the_user_cache_folder(no_jax_cache, monkeypatch, tmp_path):

@@ -414,7 +414,7 @@ def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_de
     )
     game = (OGD(eta=0.01), matrices, 9, jax.random.PRNGKey(0), True, False)
     default = eqx.filter_jit(engine._run).lower(*game).compile()
-    chosen = engine._compiled(engine._run, options).lower(*game).compile()
+    chosen = engine._compiled(engine._run, options).jitted.lower(*game).compile()
     assert "__ynn_fusion" in default.compiled.as_text()  # XLA's default hands the round's dots to YNNPACK
     assert "__ynn_fusion" not in chosen.compiled.as_text()
     np.testing.assert_allclose(chosen(*game).decisions, default(*game).decisions, rtol=1e-13, atol=1e-13)

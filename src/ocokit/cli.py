@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -111,6 +112,8 @@ CACHE_ENV_VAR = "OCOKIT_CACHE_DIR"
 """Where the CLI keeps JAX's persistent compilation cache: a folder, or empty to turn the cache off."""
 _CACHE_MAX_BYTES = 2**30
 """The cache's size bound (1 GiB); JAX evicts the least recently used programs beyond it."""
+_EXECUTABLES = "ocokit-executables"
+"""The cache's subfolder for the engine's programs keyed before tracing (:mod:`ocokit._executables`)."""
 
 
 def _compilation_cache() -> Path | None:
@@ -124,12 +127,18 @@ def _compilation_cache() -> Path | None:
     It only ever holds compiled programs, keyed by JAX on the program, the options and the versions, so
     it is safe to delete at any time; JAX bounds it (:data:`_CACHE_MAX_BYTES`, least recently used out).
     A cache the user configured for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is left as it is.
+
+    Its subfolder ``ocokit-executables`` keeps the engine's programs keyed before tracing
+    (:mod:`ocokit._executables`), so that a second invocation does not even trace them.
     """
     import os
 
     import jax
 
+    from ocokit import _executables
+
     if jax.config.jax_compilation_cache_dir:  # the user's own JAX setting wins
+        _executables.use(Path(jax.config.jax_compilation_cache_dir) / _EXECUTABLES)
         return Path(jax.config.jax_compilation_cache_dir)
     folder = os.environ.get(CACHE_ENV_VAR)
     if folder is None:
@@ -141,7 +150,9 @@ def _compilation_cache() -> Path | None:
             base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         folder = str(base / "ocokit" / "jax-compilation-cache")
     if not folder:
+        _executables.use(None)
         return None
+    _executables.use(Path(folder) / _EXECUTABLES)
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small programs add up
     jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
@@ -315,6 +326,9 @@ def run_experiment(
     status.print(header, soft_wrap=True)
     if executor != "local":
         status.print(f"executor: {runner.describe()}", soft_wrap=True)
+    from ocokit import plotting
+
+    threading.Thread(target=plotting.preload, name="ocokit-preload", daemon=True).start()  # during the runs
     try:
         with _progress_bar(status) as bar:
             report = exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options,

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
-from ocokit import _checks
+from ocokit import _checks, _executables
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback
 from ocokit.problems._base import AbstractProblem
@@ -134,9 +134,9 @@ def _footprint(problem: AbstractProblem, T: int, env: bool) -> tuple[int, int]:
         data = 0
         if env:  # only problems that define a comparator hold rounds' data for it
             shape = jax.eval_shape(lambda ep, t: problem.round_data(ep, key, t), episode, t)
-            fixed = jax.eval_shape(lambda ep: problem.best_fixed(ep, key, T), episode)
             optimum = jax.eval_shape(lambda ep, t: problem.round_optimum(problem.round_data(ep, key, t)), episode, t)
-            data = _nbytes(shape) if fixed is not None or optimum is not None else 0
+            held = optimum is not None or jax.eval_shape(lambda ep: problem.best_fixed(ep, key, T), episode) is not None
+            data = _nbytes(shape) if held else 0
     except Exception:  # a problem whose episode cannot be traced abstractly (host code): estimated without it
         episode, data = None, 0
     if cache_key is not None:
@@ -361,9 +361,10 @@ def _usable(options: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 @functools.cache
-def _compiled(fn, options: tuple[tuple[str, Any], ...] = ()):
-    """``eqx.filter_jit(fn)`` with the XLA ``options`` (name-value pairs, from :func:`_usable`)."""
-    return eqx.filter_jit(fn, compiler_options=dict(options)) if options else eqx.filter_jit(fn)
+def _compiled(fn, options: tuple[tuple[str, Any], ...] = ()) -> _executables.Program:
+    """``eqx.filter_jit(fn)`` with the XLA ``options`` (name-value pairs, from :func:`_usable`), its executables
+    kept on disk when the CLI asks for it (:mod:`ocokit._executables`)."""
+    return _executables.Program(fn, options)
 
 
 def _game_options(problem: AbstractProblem) -> tuple[tuple[str, Any], ...]:

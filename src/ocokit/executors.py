@@ -25,6 +25,7 @@ import abc
 import importlib.util
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 RAY_MISSING = 'the Ray executor needs the ray extra: pip install "ocokit[ray]"'
@@ -41,7 +42,8 @@ _JAX_OPTIONS = (
     "jax_numpy_dtype_promotion",
     "jax_default_matmul_precision",
 )
-# Also copied when the cluster is this machine: the persistent compilation cache, shared by the workers.
+# Also copied when the cluster is this machine: the persistent compilation cache, shared by the workers (and so
+# is the folder of engine programs, ocokit._executables).
 _JAX_LOCAL_OPTIONS = (
     "jax_compilation_cache_dir",
     "jax_persistent_cache_min_compile_time_secs",
@@ -232,8 +234,11 @@ class Ray(AbstractExecutor):
 
         ray = self._ray
         self._connect()
+        from ocokit import _executables
+
         options = _JAX_OPTIONS + (_JAX_LOCAL_OPTIONS if self.address is None else ())
         config = {name: getattr(jax.config, name) for name in options}
+        programs = _executables.folder() if self.address is None else None  # this machine's folder only
         payload = ray.put(cloudpickle.dumps(fn))
         task = ray.remote(_run_unit).options(**self._task_options())
         window = self.max_workers or 2 * self.workers
@@ -244,7 +249,7 @@ class Ray(AbstractExecutor):
                     unit = next(todo, _DONE)
                     if unit is _DONE:
                         break
-                    pending[task.remote(payload, unit, config)] = unit
+                    pending[task.remote(payload, unit, config, programs)] = unit
                 if not pending:
                     break
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
@@ -265,13 +270,18 @@ class Ray(AbstractExecutor):
 _DONE = object()
 
 
-def _run_unit(payload: bytes, unit: Any, config: dict[str, Any]) -> Any:
-    """A Ray task: copy the driver's JAX options, then unpickle the function (its arrays) and call it."""
+def _run_unit(payload: bytes, unit: Any, config: dict[str, Any], programs: Path | None = None) -> Any:
+    """A Ray task: copy the driver's JAX options and its folder of engine programs (:mod:`ocokit._executables`;
+    ``None`` on a remote cluster), then unpickle the function (its arrays) and call it."""
     import cloudpickle
     import jax
 
+    from ocokit import _executables
+
     for name, value in config.items():
         jax.config.update(name, value)
+    if programs != _executables.folder():
+        _executables.use(programs)
     return cloudpickle.loads(payload)(unit)
 
 

@@ -34,6 +34,7 @@ from ocokit.results import (
     CorruptRunError,
     atomic_write_json,
     check_writable_folder,
+    describe_each,
     load_records,
     provenance,
     run_path,
@@ -243,9 +244,10 @@ class Context:
         self.progress.advance(label, len(paths) - len(missing))
         size = unit or max(len(missing), 1)
         units = [missing[i : i + size] for i in range(0, len(missing), size)]
+        shown = describe_each(configs)
         for _, done in self.executor.map(compute, units):
             for k, (columns, meta) in done.items():
-                save_records(paths[k], columns, {"algorithm": label, **configs[k], "experiment": name, **meta})
+                save_records(paths[k], columns, {"algorithm": label, **shown[k], "experiment": name, **meta})
                 if k in corrupt and corrupt[k] != paths[k]:  # a damaged run of another version: superseded
                     corrupt[k].unlink(missing_ok=True)
             self.progress.advance(label, len(done))

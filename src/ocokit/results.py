@@ -300,6 +300,19 @@ def describe(obj: Any, max_array: int = 1000) -> Any:
     return repr(obj)
 
 
+def describe_each(configs: Mapping[Any, Mapping[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """:func:`describe` of every value of every configuration, each object shared by several configurations
+    (a learner run over many seeds) described once."""
+    seen: dict[int, Any] = {}  # by id: every object stays alive in ``configs`` meanwhile
+
+    def shown(value: Any) -> Any:
+        if id(value) not in seen:
+            seen[id(value)] = describe(value)
+        return seen[id(value)]
+
+    return {k: {str(name): shown(value) for name, value in config.items()} for k, config in configs.items()}
+
+
 def provenance(key: str | None = None) -> dict[str, Any]:
     """Where and with what a result was made: library versions, platform, device, time, ocokit git commit."""
     versions = {
@@ -320,6 +333,7 @@ def provenance(key: str | None = None) -> dict[str, Any]:
     }
 
 
+@functools.cache
 def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)

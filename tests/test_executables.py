@@ -1,0 +1,219 @@
+"""Engine programs kept on disk (``ocokit._executables``): found without tracing, equal bit for bit to the
+programs compiled in-process, never stored for untrusted code, never stale, corrupt or unbounded."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ocokit
+from ocokit import _executables, engine
+
+T, SEEDS = 30, 2
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """Programs kept in a fresh folder for one test (the suite keeps none: restored afterwards)."""
+    saved = _executables.folder()
+    _executables.use(tmp_path / "programs")
+    _executables.counts.clear()
+    yield tmp_path / "programs"
+    _executables.use(saved)
+
+
+def _sweep(learner, problem):
+    traj = ocokit.sweep(learner, problem, T, SEEDS, comparators=False)
+    return np.asarray(traj.loss), np.asarray(traj.constraints)
+
+
+def _reference(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with no folder in use: the plain ``eqx.filter_jit`` path."""
+    saved = _executables.folder()
+    _executables.use(None)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _executables.use(saved)
+
+
+LEARNERS = {
+    "OGD": lambda info: ocokit.algorithms.OGD(eta=0.01),
+    "COLDQ": lambda info: ocokit.algorithms.COLDQ.from_theory(info),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_stored_and_loaded_programs_equal_the_in_process_ones_bit_for_bit(folder, name):
+    problem = ocokit.problems.TimeVaryingRegression()
+    learner = LEARNERS[name](ocokit.algorithms.ProblemInfo.of(problem, T))
+    expected = _reference(_sweep, learner, problem)
+    stored = _sweep(learner, problem)
+    assert _executables.counts["stored"] == 1 and len(list(folder.glob("*.xla"))) == 1
+    _executables.use(folder)  # forget this process's programs: the next call reads the file
+    loaded = _sweep(learner, problem)
+    assert _executables.counts["loaded"] == 1 and _executables.counts["compiled"] == 1
+    for got in (stored, loaded):
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_static_value_or_a_shape_is_part_of_the_key(folder):
+    problem = ocokit.problems.TimeVaryingRegression()
+    for decay in ("constant", "inverse_sqrt"):  # a static field: baked into the program
+        learner = ocokit.algorithms.OGD(eta=0.01, decay=decay)
+        np.testing.assert_array_equal(_sweep(learner, problem)[0], _reference(_sweep, learner, problem)[0])
+    longer = ocokit.sweep(ocokit.algorithms.OGD(eta=0.01), problem, T + 1, SEEDS, comparators=False)
+    assert longer.loss.shape == (SEEDS, T + 1)
+    assert _executables.counts["stored"] == 3 and _executables.counts["loaded"] == 0
+
+
+def test_a_program_holding_user_code_runs_but_is_never_stored(folder):
+    def my_loss(c, x):  # defined here: not ocokit's code, so no key could see it change
+        return jnp.sum((x - c) ** 2)
+
+    problem = ocokit.problems.CustomProblem(
+        domain=ocokit.sets.Box(-1.0, 1.0, dim=2), loss=my_loss, constraints=None, data=jnp.ones((T, 2))
+    )
+    traj = ocokit.run(ocokit.algorithms.OGD(eta=0.1), problem, T=T)
+    assert np.isfinite(np.asarray(traj.loss)).all()
+    assert _executables.counts["untrusted"] == 1 and _executables.counts["stored"] == 0
+    assert not folder.exists() or not list(folder.iterdir())
+
+
+def test_the_trusted_pickler_refuses_code_outside_the_trusted_modules():
+    assert _executables._trusted_pickle((ocokit.algorithms.OGD(eta=0.1), jnp.sum, np.float64, 3.0))
+
+    class Hidden:  # a class of this module that pickles as a trusted call
+        def __reduce__(self):
+            return (int, (3,))
+
+    here = test_the_trusted_pickler_refuses_code_outside_the_trusted_modules
+    for untrusted in (lambda x: x, here, pytest.fail, Hidden()):
+        with pytest.raises(_executables._Untrusted):
+            _executables._trusted_pickle({"f": untrusted})
+    key = _executables.program_key(engine._run, (), ({"f": lambda x: x},), jax.tree.structure(()), [])
+    assert key is None
+
+
+def test_a_corrupt_or_foreign_file_is_compiled_again_and_replaced(folder):
+    problem, learner = ocokit.problems.TimeVaryingRegression(), ocokit.algorithms.OGD(eta=0.01)
+    expected = _sweep(learner, problem)
+    (path,) = folder.glob("*.xla")
+    good = path.read_bytes()
+    for damaged in (good[: len(good) // 2], b"not a program", good[:-1] + bytes([good[-1] ^ 1])):
+        path.write_bytes(damaged)
+        _executables.use(folder)
+        np.testing.assert_array_equal(_sweep(learner, problem)[0], expected[0])
+        assert path.read_bytes() != damaged and path.read_bytes()[: len(_executables.FORMAT)] == _executables.FORMAT
+    assert _executables.counts["loaded"] == 0 and _executables.counts["stored"] == 4
+
+
+def test_the_folder_is_bounded_least_recently_used_out(folder, monkeypatch):
+    problem = ocokit.problems.TimeVaryingRegression()
+    _sweep(ocokit.algorithms.OGD(eta=0.01), problem)
+    (first,) = folder.glob("*.xla")
+    monkeypatch.setattr(_executables, "MAX_BYTES", first.stat().st_size + 1)
+    _sweep(ocokit.algorithms.OGD(eta=0.01, decay="inverse_sqrt"), problem)
+    (kept,) = folder.glob("*.xla")
+    assert kept != first
+
+
+def test_a_program_must_return_arrays_only(folder):
+    program = _executables.Program(lambda x: (x + 1, "text"))
+    with pytest.raises(TypeError, match="must return arrays only"):
+        program(jnp.ones(2))
+
+
+def test_an_unwritable_folder_costs_a_compile_and_nothing_else(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    saved = _executables.folder()
+    _executables.use(blocker / "programs")  # cannot be created: a file is in the way
+    try:
+        learner, problem = ocokit.algorithms.OGD(eta=0.01), ocokit.problems.TimeVaryingRegression()
+        np.testing.assert_array_equal(_sweep(learner, problem)[0], _reference(_sweep, learner, problem)[0])
+    finally:
+        _executables.use(saved)
+
+
+_PROCESS = """
+import json, sys
+import jax, numpy as np
+jax.config.update("jax_enable_x64", True)
+import ocokit
+from ocokit import _executables
+_executables.use(sys.argv[1])
+problem = ocokit.problems.TimeVaryingRegression()
+traj = ocokit.sweep(ocokit.algorithms.OGD(eta=0.01), problem, 30, 2, comparators=False)
+env = ocokit.comparators(problem, 30, 2)  # interior-point steps: jaxlib's LAPACK kernels
+np.savez(sys.argv[2], loss=traj.loss, constraints=traj.constraints, optimum=env["optimum_loss"])
+print(json.dumps(dict(_executables.counts)))
+"""
+
+
+def _process(folder, out, jax_cache=None) -> dict[str, int]:
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    if jax_cache is not None:  # JAX's own cache too, as the CLI has it, every program stored
+        env |= {"JAX_COMPILATION_CACHE_DIR": str(jax_cache), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROCESS, str(folder), str(out)], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_process_loads_every_program_and_computes_the_same_numbers(tmp_path):
+    """Across processes, beside JAX's own cache: also when this folder was emptied and JAX's was not (a program
+    JAX's cache loaded cannot be serialized again, so it is compiled afresh under a one-off name)."""
+    folder, jax_cache = tmp_path / "programs", tmp_path / "jax"
+    first = _process(folder, tmp_path / "1.npz", jax_cache)
+    assert first == {"compiled": 2, "stored": 2}
+    second = _process(folder, tmp_path / "2.npz", jax_cache)
+    assert second == {"loaded": 2}
+    for path in folder.glob("*.xla"):
+        path.unlink()
+    third = _process(folder, tmp_path / "3.npz", jax_cache)
+    assert third["stored"] == 2 and third["compiled"] == 4  # JAX's cache served both: each compiled again
+    fourth = _process(folder, tmp_path / "4.npz", jax_cache)
+    assert fourth == {"loaded": 2}
+    problem = ocokit.problems.TimeVaryingRegression()
+    traj = _reference(ocokit.sweep, ocokit.algorithms.OGD(eta=0.01), problem, T, SEEDS, comparators=False)
+    env = _reference(ocokit.comparators, problem, T, SEEDS)
+    expected = {"loss": traj.loss, "constraints": traj.constraints, "optimum": env["optimum_loss"]}
+    for run in "1234":
+        got = np.load(tmp_path / f"{run}.npz")
+        for name, value in expected.items():
+            np.testing.assert_array_equal(got[name], np.asarray(value), err_msg=f"process {run}: {name}")
+
+
+def test_the_cli_keeps_programs_in_a_subfolder_of_its_cache(monkeypatch, tmp_path):
+    from ocokit import cli
+
+    saved = (_executables.folder(), jax.config.jax_compilation_cache_dir)
+    try:
+        monkeypatch.setenv(cli.CACHE_ENV_VAR, str(tmp_path / "cache"))
+        jax.config.update("jax_compilation_cache_dir", None)
+        cli._compilation_cache()
+        assert _executables.folder() == tmp_path / "cache" / "ocokit-executables"
+        jax.config.update("jax_compilation_cache_dir", None)
+        monkeypatch.setenv(cli.CACHE_ENV_VAR, "")
+        assert cli._compilation_cache() is None and _executables.folder() is None
+    finally:
+        _executables.use(saved[0])
+        jax.config.update("jax_compilation_cache_dir", saved[1])
+
+
+def test_arrays_enter_the_key_by_shape_and_dtype_only(folder):
+    """Numbers held in arrays are arguments of the stored program, not part of its name: one program serves both."""
+    problem = ocokit.problems.TimeVaryingRegression()
+    learners = [ocokit.algorithms.OGD(eta=jnp.asarray(eta)) for eta in (0.01, 0.02)]
+    outs = [_sweep(learner, problem)[0] for learner in learners]
+    assert _executables.counts["stored"] == 1 and _executables.counts["compiled"] == 1
+    for learner, out in zip(learners, outs, strict=True):
+        np.testing.assert_array_equal(out, _reference(_sweep, learner, problem)[0])
