@@ -217,3 +217,58 @@ def test_arrays_enter_the_key_by_shape_and_dtype_only(folder):
     assert _executables.counts["stored"] == 1 and _executables.counts["compiled"] == 1
     for learner, out in zip(learners, outs, strict=True):
         np.testing.assert_array_equal(out, _reference(_sweep, learner, problem)[0])
+
+
+def test_a_remembered_command_prefetches_its_programs(folder):
+    problem, learner = ocokit.problems.TimeVaryingRegression(), ocokit.algorithms.OGD(eta=0.01)
+    expected = _sweep(learner, problem)
+    _executables.remember("my command")
+    _executables.use(folder)  # a new invocation, as far as this module knows
+    _executables.prefetch("my command")
+    _executables.prefetch("another command")  # never remembered: nothing to do
+    got = _sweep(learner, problem)
+    assert _executables.counts["prefetched"] == 1 and _executables.counts["loaded"] == 1
+    np.testing.assert_array_equal(got[0], expected[0])
+
+
+def test_a_damaged_note_prefetches_nothing_and_notes_are_bounded(folder, monkeypatch):
+    _sweep(ocokit.algorithms.OGD(eta=0.01), ocokit.problems.TimeVaryingRegression())
+    _executables.remember("a")
+    (note,) = (folder / "commands").glob("*.json")
+    for damaged in ("{", '{"programs": ["../../etc"]}', '{"programs": 3}', "[]"):
+        note.write_text(damaged)
+        _executables.use(folder)
+        _executables.prefetch("a")
+        assert not _executables._prefetched
+    monkeypatch.setattr(_executables, "MAX_COMMANDS", 2)
+    for command in "bcd":
+        _sweep(ocokit.algorithms.OGD(eta=0.01), ocokit.problems.TimeVaryingRegression())
+        _executables.remember(command)
+    assert len(list((folder / "commands").glob("*.json"))) == 2
+
+
+def test_the_cli_second_invocation_loads_the_programs_and_prints_the_same_numbers(tmp_path):
+    args = ["run", "time-varying-regression", "--T", "30", "--seeds", "2", "--json",
+            "--option", "extras=false", "--option", "algorithms=COLDQ,RECOO"]  # fmt: skip
+    env = {**os.environ, "OCOKIT_CACHE_DIR": str(tmp_path / "cache")}
+    summaries = []
+    for run in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ocokit.cli", *args, "--out", str(tmp_path / run)],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        summary = json.loads(done.stdout)
+        for algorithm in summary["algorithms"].values():
+            algorithm.pop("wall_seconds_per_round")
+        summary.pop("provenance")
+        summaries.append(summary)
+        programs = tmp_path / "cache" / "ocokit-executables"
+        if run == "1":
+            stored = {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in programs.glob("*.xla")}
+    assert summaries[0] == summaries[1]
+    assert len(stored) == 3  # the comparators and two sweeps
+    assert set(programs.glob("*.xla")) == stored.keys()
+    for path, (inode, mtime) in stored.items():  # loaded (touched), not written again (a new file each time)
+        assert path.stat().st_ino == inode and path.stat().st_mtime_ns > mtime
+    assert len(list((programs / "commands").glob("*.json"))) == 1

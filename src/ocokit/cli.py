@@ -309,6 +309,10 @@ def run_experiment(
 ) -> None:
     """Run an experiment, skipping runs already stored in OUT; write summary.json, runs and the figure."""
     _float64()
+    from ocokit import _executables
+
+    command = repr(("run", name, T, seeds, sorted(option or []), str(data)))  # what it computes, not where it writes
+    _executables.prefetch(command)  # the programs this command called last time, loaded during the set-up
     E = _experiments()
     exp = E.get(name)
     T = exp.default_T if T is None else T
@@ -337,6 +341,7 @@ def run_experiment(
     except executors.UnitError as err:  # a unit failed on a worker: one line; the finished runs are stored
         console.print(f"[red]error:[/red] {escape(str(err))}")
         raise SystemExit(2) from None
+    _executables.remember(command)
     if as_json:
         typer.echo(json.dumps(_read_summary(out), indent=2, sort_keys=True))
     else:
