@@ -101,6 +101,12 @@ def test_the_trusted_pickler_refuses_code_outside_the_trusted_modules():
     assert key is None
 
 
+def test_nothing_is_keyed_without_ocokit_source_files(monkeypatch):
+    assert _executables.program_key(engine._run, (), (3,), jax.tree.structure(()), []) is not None
+    monkeypatch.setattr(_executables, "_environment", lambda: None)  # an install without its .py files
+    assert _executables.program_key(engine._run, (), (3,), jax.tree.structure(()), []) is None
+
+
 def test_a_corrupt_or_foreign_file_is_compiled_again_and_replaced(folder):
     problem, learner = ocokit.problems.TimeVaryingRegression(), ocokit.algorithms.OGD(eta=0.01)
     expected = _sweep(learner, problem)

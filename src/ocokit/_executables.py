@@ -22,7 +22,8 @@ folder inside its compilation cache. The folder is safe to delete at any time. A
 back whole (checksum, format) is treated as missing and replaced; the folder is bounded
 (:data:`MAX_BYTES`, least recently used out). Each file is written atomically, so concurrent processes
 never read half a program. The key sees ocokit's source files, not changes made to its module globals at
-run time (a test patching a constant): the CLI makes none.
+run time (a test patching a constant): the CLI makes none. A stored program is run as it is, so the folder must
+be trusted as JAX's own cache is (it is the user's).
 
 The CLI also notes which programs a command called (:func:`remember`); the next identical command starts
 loading them in a thread as it begins (:func:`prefetch`), so that XLA's loading (about 0.4 s for an experiment's
@@ -212,7 +213,10 @@ class Program:
 
 def program_key(fn: Callable, options: tuple, static: Any, treedef: Any, leaves: list) -> str | None:
     """The stored name of ``fn``'s program for these arguments, or ``None`` when they hold untrusted code."""
-    digest = hashlib.sha256(_environment())
+    environment = _environment()
+    if environment is None:
+        return None
+    digest = hashlib.sha256(environment)
     digest.update(repr(sorted((k, repr(v)) for k, v in jax.config.values.items())).encode())
     digest.update(f"{fn.__module__}:{fn.__qualname__}:{options!r}".encode())
     avals = [(tuple(np.shape(x)), str(x.dtype), bool(getattr(x, "weak_type", False))) for x in leaves]
@@ -247,12 +251,16 @@ def _trusted_pickle(obj: Any) -> bytes:
 
 
 @functools.cache
-def _environment() -> bytes:
+def _environment() -> bytes | None:
     """What every key of this process shares: ocokit's source, the versions, XLA's flags and the machine (JAX's
-    configuration, which a process may change, enters each key: :func:`program_key`)."""
+    configuration, which a process may change, enters each key: :func:`program_key`). ``None`` when ocokit's
+    source files cannot be read (an install without them): then nothing is keyed."""
     digest = hashlib.sha256()
     root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
+    sources = sorted(root.rglob("*.py"))
+    if not sources:
+        return None
+    for path in sources:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     versions = {name: importlib.metadata.version(name) for name in _DISTRIBUTIONS}
     devices = jax.devices()
