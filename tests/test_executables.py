@@ -235,6 +235,10 @@ def test_a_remembered_command_prefetches_its_programs(folder):
     got = _sweep(learner, problem)
     assert _executables.counts["prefetched"] == 1 and _executables.counts["loaded"] == 1
     np.testing.assert_array_equal(got[0], expected[0])
+    _executables.use(folder)
+    _executables.prefetch("my command")
+    _executables.cancel_prefetch()  # an error before any program was called: its loads are dropped
+    assert not _executables._prefetched
 
 
 def test_a_damaged_note_prefetches_nothing_and_notes_are_bounded(folder, monkeypatch):

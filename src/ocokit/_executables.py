@@ -121,6 +121,14 @@ def use(folder: Path | str | None) -> None:
     _folder = None if folder is None else Path(folder)
     _loaded.clear()
     _used.clear()
+    cancel_prefetch()
+
+
+def cancel_prefetch() -> None:
+    """Drop the loads :func:`prefetch` started that have not begun (one in progress finishes: at most about 0.1 s,
+    which the interpreter waits for at exit)."""
+    for future in _prefetched.values():
+        future.cancel()
     _prefetched.clear()
 
 

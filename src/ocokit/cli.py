@@ -341,6 +341,8 @@ def run_experiment(
     except executors.UnitError as err:  # a unit failed on a worker: one line; the finished runs are stored
         console.print(f"[red]error:[/red] {escape(str(err))}")
         raise SystemExit(2) from None
+    finally:  # loads not needed any more (an error, or runs all found on disk): not waited for at exit
+        _executables.cancel_prefetch()
     _executables.remember(command)
     if as_json:
         typer.echo(json.dumps(_read_summary(out), indent=2, sort_keys=True))
