@@ -42,3 +42,33 @@ def test_an_empty_variable_turns_the_cache_off_and_jax_own_setting_wins(no_jax_c
     jax.config.update("jax_compilation_cache_dir", str(tmp_path / "jax"))
     monkeypatch.setenv(cli.CACHE_ENV_VAR, str(tmp_path / "mine"))
     assert cli._compilation_cache() == tmp_path / "jax"
+
+
+def test_the_cache_command_shows_and_clears_only_the_cached_programs(no_jax_cache, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    folder = tmp_path / "cache"
+    programs = folder / "ocokit-executables"
+    (programs / "commands").mkdir(parents=True)
+    ours = [folder / "jit_f-1-cache", folder / "jit_f-1-atime", programs / "ab.xla", programs / "commands" / "c.json"]
+    for path in ours:
+        path.write_bytes(b"x" * 1024)
+    theirs = [folder / "notes.txt", programs / "README"]  # a folder the user also keeps other things in
+    for path in theirs:
+        path.write_text("mine")
+    monkeypatch.setenv(cli.CACHE_ENV_VAR, str(folder))
+    saved = _executables.folder()
+    try:
+        shown = CliRunner().invoke(cli.app, ["cache"])
+        assert shown.exit_code == 0, shown.output
+        assert "JAX's compilation cache: 2 files" in shown.output and "engine programs" in shown.output
+        assert str(folder) in shown.output.replace("\n", "") and all(path.exists() for path in ours)
+        cleared = CliRunner().invoke(cli.app, ["cache", "--clear"])
+        assert cleared.exit_code == 0, cleared.output
+        assert not any(path.exists() for path in ours) and all(path.exists() for path in theirs)
+        monkeypatch.setenv(cli.CACHE_ENV_VAR, "")
+        jax.config.update("jax_compilation_cache_dir", None)
+        off = CliRunner().invoke(cli.app, ["cache"])
+        assert off.exit_code == 0 and "the cache is off" in off.output
+    finally:
+        _executables.use(saved)

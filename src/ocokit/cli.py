@@ -428,6 +428,38 @@ def report(
     print_report(_read_summary(out), plain=plain)
 
 
+@app.command("cache")
+def cache(
+    clear: Annotated[
+        bool, typer.Option("--clear", help="delete the cached programs (nothing else in the folder)")
+    ] = False,
+) -> None:
+    """Show where `ocokit run` keeps compiled programs and how much they take; --clear deletes them."""
+    folder = _compilation_cache()
+    if folder is None:
+        console.print(f"the cache is off (${CACHE_ENV_VAR} is empty)", markup=False, highlight=False)
+        return
+    kinds = _cache_files(folder)
+    for what, files in kinds.items():
+        size = sum(path.stat().st_size for path in files if path.is_file())
+        console.print(f"{what}: {len(files)} files, {size / 2**20:.1f} MiB", markup=False, highlight=False)
+    if clear:
+        for path in (path for files in kinds.values() for path in files):
+            path.unlink(missing_ok=True)
+        console.print(f"deleted them from {folder}", markup=False, highlight=False)
+    else:
+        console.print(f"in {folder} (safe to delete: ocokit cache --clear)", markup=False, highlight=False)
+
+
+def _cache_files(folder: Path) -> dict[str, list[Path]]:
+    """The files of the CLI's cache under ``folder``, by kind: only names JAX's cache and the engine's write."""
+    programs = folder / _EXECUTABLES
+    return {
+        "JAX's compilation cache": sorted([*folder.glob("*-cache"), *folder.glob("*-atime")]),
+        "engine programs (ocokit-executables)": sorted([*programs.glob("*.xla"), *programs.glob("commands/*.json")]),
+    }
+
+
 def _read_summary(out: Path) -> dict:
     path = Path(out) / "summary.json"
     if not path.is_file():
