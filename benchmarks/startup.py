@@ -17,8 +17,9 @@ It prints the three wall times (compilation included: each process starts cold) 
 issue 14: old / first (target >= 2x) and first / second (target >= 3x). Beside each wall time, where it went:
 the seconds JAX reported tracing, lowering (jaxpr to MLIR) and compiling (XLA; loading a cached program counts)
 through ``jax.monitoring``, counted in that process by a listener registered before the command runs, and the
-rest (starting Python, imports, running the programs, writing results and plots). The data folder is ``--data``,
-``OCOKIT_DATA`` or ``../shared/data``.
+rest (starting Python, imports, running the programs, writing results and plots); then what the engine's program
+cache did in it (``ocokit._executables.counts``: programs compiled, stored, loaded, prefetched). The data folder
+is ``--data``, ``OCOKIT_DATA`` or ``../shared/data``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _git import ROOT, folder_at
 
@@ -51,15 +53,25 @@ import jax.monitoring
 seconds = {}
 jax.monitoring.register_event_duration_secs_listener(
     lambda event, secs, **_: seconds.__setitem__(event, seconds.get(event, 0.0) + secs))
-atexit.register(lambda: open(os.environ["STARTUP_PHASES"], "w").write(json.dumps(seconds)))
+
+def dump():
+    try:
+        from ocokit._executables import counts
+    except ImportError:  # an ocokit from before the engine's program cache
+        counts = {}
+    open(os.environ["STARTUP_PHASES"], "w").write(json.dumps({**seconds, "programs": dict(counts)}))
+
+atexit.register(dump)
 sys.argv = ["ocokit", *sys.argv[1:]]
 runpy.run_module("ocokit.cli", run_name="__main__")
 """
-"""``python -m ocokit.cli ARGS``, with a listener summing JAX's duration events into ``$STARTUP_PHASES``."""
+"""``python -m ocokit.cli ARGS``, with a listener summing JAX's duration events into ``$STARTUP_PHASES``, and what
+the engine's program cache did (``ocokit._executables.counts``)."""
 
 
-def timed(args: list[str], env: dict[str, str], events_file: Path) -> tuple[float, dict[str, float]]:
-    """Wall time of ``ocokit ARGS`` in a fresh process (it must succeed), and its seconds per :data:`PHASES`."""
+def timed(args: list[str], env: dict[str, str], events_file: Path) -> tuple[float, dict[str, Any]]:
+    """Wall time of ``ocokit ARGS`` in a fresh process (it must succeed), its seconds per :data:`PHASES`, and under
+    ``"programs"`` what the engine's program cache did (empty before it existed)."""
     tic = time.perf_counter()
     env = env | {"STARTUP_PHASES": str(events_file)}
     done = subprocess.run([sys.executable, "-c", _CLI, *args], env=env, capture_output=True, text=True)
@@ -67,13 +79,17 @@ def timed(args: list[str], env: dict[str, str], events_file: Path) -> tuple[floa
     if done.returncode != 0:
         raise SystemExit(f"ocokit {' '.join(args)} failed:\n{done.stderr[-2000:]}")
     events = json.loads(events_file.read_text())
-    return seconds, {name: events.get(event, 0.0) for name, event in PHASES.items()}
+    return seconds, {**{name: events.get(event, 0.0) for name, event in PHASES.items()}, "programs": events["programs"]}
 
 
-def breakdown(wall: float, phases: dict[str, float]) -> str:
-    """``wall``'s seconds per phase, the rest last."""
-    parts = [f"{name} {secs:.1f} s" for name, secs in phases.items()]
-    return ", ".join([*parts, f"the rest {wall - sum(phases.values()):.1f} s"])
+def breakdown(wall: float, phases: dict[str, Any]) -> str:
+    """``wall``'s seconds per phase, the rest last, then what the engine's program cache did."""
+    seconds = {name: phases[name] for name in PHASES}
+    parts = [f"{name} {secs:.1f} s" for name, secs in seconds.items()]
+    programs = ", ".join(f"{what} {n}" for what, n in sorted(phases["programs"].items()))
+    return ", ".join([*parts, f"the rest {wall - sum(seconds.values()):.1f} s"]) + (
+        f"; engine programs: {programs}" if programs else ""
+    )
 
 
 def comparators_compile(T: int, seeds: int) -> None:
