@@ -282,3 +282,64 @@ def test_the_cli_second_invocation_loads_the_programs_and_prints_the_same_number
     for path, (inode, mtime) in stored.items():  # loaded (touched), not written again (a new file each time)
         assert path.stat().st_ino == inode and path.stat().st_mtime_ns > mtime
     assert len(list((programs / "commands").glob("*.json"))) == 1
+
+
+_SMALL = {  # every registered experiment, small
+    "time-varying-regression": ["--T", "60", "--seeds", "2"],
+    "online-qp": ["--T", "60", "--seeds", "2"],
+    "online-lp": ["--T", "60", "--seeds", "2"],
+    "job-scheduling": ["--T", "48", "--seeds", "2"],
+    "matrix-completion-movielens": ["--T", "4", "--seeds", "1"],
+    "matrix-completion-filmtrust": ["--T", "4", "--seeds", "1"],
+    "memory-predictions-horizon": ["--T", "20", "--seeds", "3", "--option", "literal_seeds=2"],
+    "memory-predictions-window": [
+        "--T",
+        "20",
+        "--seeds",
+        "3",
+        "--option",
+        "literal_seeds=2",
+        "--option",
+        "windows=1,2",
+    ],
+    "gradual-variation": ["--T", "256", "--seeds", "2"],
+    "simplex-mirror-prox": ["--T", "256", "--seeds", "2", "--option", "dims=4,8,16"],
+    "strongly-convex-sets": ["--T", "200", "--seeds", "2", "--option", "points=3"],
+}
+
+_COUNTED_CLI = """
+import atexit, json, os, runpy, sys
+from ocokit import _executables
+atexit.register(lambda: open(os.environ["COUNTS"], "w").write(json.dumps(dict(_executables.counts))))
+sys.argv = ["ocokit", *sys.argv[1:]]
+runpy.run_module("ocokit.cli", run_name="__main__")
+"""
+
+
+def _numbers(summary: dict) -> dict:
+    if isinstance(summary, dict):
+        return {k: _numbers(v) for k, v in summary.items() if not k.startswith(("wall_seconds", "provenance"))}
+    return [_numbers(v) for v in summary] if isinstance(summary, list) else summary
+
+
+def test_the_slow_check_below_covers_every_registered_experiment():
+    from ocokit import experiments
+
+    assert sorted(_SMALL) == experiments.names()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_SMALL))
+def test_every_experiment_loads_all_its_programs_the_second_time_with_the_same_numbers(tmp_path, name):
+    results = {}
+    for label, cache in (("off", ""), ("first", tmp_path / "cache"), ("second", tmp_path / "cache")):
+        env = {**os.environ, "OCOKIT_CACHE_DIR": str(cache), "COUNTS": str(tmp_path / f"{label}.json")}
+        args = ["run", name, *_SMALL[name], "--json", "--out", str(tmp_path / label)]
+        done = subprocess.run([sys.executable, "-c", _COUNTED_CLI, *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        counts = json.loads((tmp_path / f"{label}.json").read_text())
+        results[label] = _numbers(json.loads(done.stdout)), counts
+    programs = results["first"][1]["stored"]
+    assert programs >= 1 and results["first"][1] == {"compiled": programs, "stored": programs}
+    assert results["second"][1] == {"loaded": programs, "prefetched": programs}
+    assert results["off"][1] == {} and results["off"][0] == results["first"][0] == results["second"][0]

@@ -64,8 +64,10 @@ from jax.experimental import serialize_executable
 FORMAT = b"ocokit-executable-1\n"
 """The first bytes of a stored program (a program of another format is recompiled)."""
 
-MAX_BYTES = 2**28
-"""The bound on the folder's size (256 MiB): beyond it, the least recently used programs are removed."""
+MAX_BYTES = 2**30
+"""The bound on the folder's size (1 GiB, as the CLI bounds JAX's cache): beyond it, the least recently used
+programs are removed. One experiment can need a quarter of it: ``memory-predictions-window``'s 63 programs take
+about 260 MiB."""
 
 TRUSTED = frozenset(
     {
