@@ -113,6 +113,8 @@ _used: list[str] = []
 """The keys this process called, in order: what :func:`remember` writes."""
 _prefetched: dict[str, concurrent.futures.Future] = {}
 """Loads :func:`prefetch` started, by key."""
+_SUFFIX, _COMMANDS = ".xla", "commands"
+"""A stored program's file suffix, and the subfolder of the command notes (:func:`remember`)."""
 MAX_COMMANDS = 256
 """The most commands :func:`remember` keeps (the least recently remembered go first)."""
 
@@ -134,6 +136,12 @@ def cancel_prefetch() -> None:
     _prefetched.clear()
 
 
+def stored_files(folder: Path) -> list[Path]:
+    """Every file this module keeps under ``folder``: the programs and the command notes (what ``ocokit cache
+    --clear`` deletes; nothing else there is touched)."""
+    return sorted([*Path(folder).glob(f"*{_SUFFIX}"), *(Path(folder) / _COMMANDS).glob("*.json")])
+
+
 def _count(what: str) -> None:
     with _counts_lock:  # a prefetching thread counts too
         counts[what] += 1
@@ -146,7 +154,7 @@ def remember(command: str) -> None:
         return
     from ocokit.results import atomic_write_bytes
 
-    commands = _folder / "commands"
+    commands = _folder / _COMMANDS
     try:
         commands.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"command": command, "programs": _used})
@@ -178,7 +186,7 @@ def prefetch(command: str) -> None:
 
 
 def _command_path(command: str) -> Path:
-    return _folder / "commands" / f"{hashlib.sha256(command.encode()).hexdigest()[:32]}.json"
+    return _folder / _COMMANDS / f"{hashlib.sha256(command.encode()).hexdigest()[:32]}.json"
 
 
 def folder() -> Path | None:
@@ -298,7 +306,7 @@ def _cpu_features() -> str:
 
 
 def _path(folder: Path, key: str) -> Path:
-    return folder / f"{key}.xla"
+    return folder / f"{key}{_SUFFIX}"
 
 
 def _load(folder: Path, key: str) -> tuple[Callable, Any] | None:
@@ -410,7 +418,7 @@ def _bound(folder: Path, keep: Path) -> None:
     """Remove the least recently used programs, never ``keep`` (the one just stored), while the folder holds
     more than :data:`MAX_BYTES`."""
     files = []
-    for path in folder.glob("*.xla"):
+    for path in folder.glob(f"*{_SUFFIX}"):
         try:
             stat = path.stat()
         except OSError:  # removed meanwhile by another process

@@ -453,10 +453,11 @@ def cache(
 
 def _cache_files(folder: Path) -> dict[str, list[Path]]:
     """The files of the CLI's cache under ``folder``, by kind: only names JAX's cache and the engine's write."""
-    programs = folder / _EXECUTABLES
+    from ocokit import _executables
+
     return {
         "JAX's compilation cache": sorted([*folder.glob("*-cache"), *folder.glob("*-atime")]),
-        "engine programs (ocokit-executables)": sorted([*programs.glob("*.xla"), *programs.glob("commands/*.json")]),
+        "engine programs (ocokit-executables)": _executables.stored_files(folder / _EXECUTABLES),
     }
 
 
