@@ -160,13 +160,18 @@ def test_records_round_trip_with_dtypes(tmp_path):
     path = tmp_path / "runs" / "part-k.parquet"
     columns = {"t": np.arange(1, 4), "loss": np.array([1.0, 2.5, -3.0]), "ok": np.array([True, False, True])}
     columns["f32"] = np.array([0.1, 0.2, 0.3], np.float32)
-    results.save_records(path, columns, {"seed": 4, "T": 3})
+    saved = results.save_records(path, columns, {"seed": 4, "T": 3, "learner": OGD(eta=0.5)})
     cols, meta = results.load_records(path)
     assert list(cols) == list(columns)
     for name, col in columns.items():
         assert cols[name].dtype == col.dtype
         np.testing.assert_array_equal(cols[name], col)
     assert meta["seed"] == 4 and meta["provenance"]["key"] == "k"
+    # save_records returns what the file reads back (the harness keeps it instead of reading the file again)
+    assert list(saved[0]) == list(cols) and saved[1] == meta
+    for name, col in cols.items():
+        assert saved[0][name].dtype == col.dtype and saved[0][name] is not columns[name]
+        np.testing.assert_array_equal(saved[0][name], col)
     assert [p.name for p in path.parent.iterdir()] == ["part-k.parquet"]
 
 

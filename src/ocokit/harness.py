@@ -218,6 +218,8 @@ class Context:
         completes, so an interrupted command keeps every finished unit. A stored run is read back and validated
         before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows) counts as
         missing and is recomputed, its file replaced atomically (read only, ``compute=False``: an error naming it).
+        A run computed now is returned as its file reads back (what :func:`save_records` returns), without
+        reading the file.
         """
         name, reuse = self.experiment.name, self.reuse_across_versions
         paths = {k: run_path(self.out, name, label, c, reuse_across_versions=reuse) for k, c in configs.items()}
@@ -246,13 +248,15 @@ class Context:
         units = [missing[i : i + size] for i in range(0, len(missing), size)]
         shown = describe_each(configs)
         for _, done in self.executor.map(compute, units):
-            for k, (columns, meta) in done.items():
-                save_records(paths[k], columns, {"algorithm": label, **shown[k], "experiment": name, **meta})
+            for k, (columns, meta) in done.items():  # kept as the file reads back (save_records returns it)
+                stored[k] = save_records(
+                    paths[k], columns, {"algorithm": label, **shown[k], "experiment": name, **meta}
+                )
                 if k in corrupt and corrupt[k] != paths[k]:  # a damaged run of another version: superseded
                     corrupt[k].unlink(missing_ok=True)
             self.progress.advance(label, len(done))
         self.new, self.skipped = self.new + len(missing), self.skipped + len(paths) - len(missing)
-        return {k: stored[k] if k in stored else load_records(p) for k, p in paths.items()}
+        return {k: stored[k] for k in paths}
 
 
 def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], **kwargs) -> tuple[Trajectory, float]:

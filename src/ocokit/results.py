@@ -456,11 +456,17 @@ def _json_default(o: Any) -> Any:
 # ------------------------------------------------------------------------------------------------- records
 
 
-def save_records(path: Path, columns: Mapping[str, Any], metadata: Mapping[str, Any]) -> None:
+def save_records(
+    path: Path, columns: Mapping[str, Any], metadata: Mapping[str, Any]
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Save per-round columns (1-D, numeric, equal length) and metadata as one tidy Parquet file, atomically.
 
     The metadata (live objects allowed: see :func:`describe`) is stored as JSON together with
     :func:`provenance`; ``T`` is ``metadata["T"]`` when it is an integer, else the number of rounds.
+
+    Returns:
+        What :func:`load_records` reads back from the file: the columns (copies, with their dtypes) and the
+        stored metadata, as JSON gives it back.
     """
     path = Path(path)
     arrays = {str(k): np.asarray(v) for k, v in columns.items()}
@@ -488,10 +494,10 @@ def save_records(path: Path, columns: Mapping[str, Any], metadata: Mapping[str, 
             "value": pa.array(np.concatenate([a.astype(np.float64) for a in arrays.values()] or [np.zeros(0)])),
         }
     )
-    meta = {"provenance": provenance(key), **describe(dict(metadata))}
+    meta = json.dumps({"provenance": provenance(key), **describe(dict(metadata))}, default=_json_default)
     table = table.replace_schema_metadata(
         {
-            "ocokit": json.dumps(meta, default=_json_default),
+            "ocokit": meta,
             "ocokit.format": _FORMAT,
             "ocokit.columns": json.dumps([[k, a.dtype.str] for k, a in arrays.items()]),
             "ocokit.rows": str(n),
@@ -500,6 +506,7 @@ def save_records(path: Path, columns: Mapping[str, Any], metadata: Mapping[str, 
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     atomic_write_bytes(path, sink.getvalue().to_pybytes())
+    return {k: a.copy() for k, a in arrays.items()}, json.loads(meta)
 
 
 class CorruptRunError(ValueError):
