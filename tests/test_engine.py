@@ -1,5 +1,7 @@
 """The engine: run / sweep / stack / Session, common random numbers, non-finite detection, bad input."""
 
+import logging
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -117,6 +119,61 @@ def test_rounds_are_the_same_whatever_T_and_the_block_size(monkeypatch):
         for field in ("loss", "constraints", "decisions", "optimum_loss"):  # comparator_loss: best over T rounds
             np.testing.assert_allclose(getattr(other, field)[:100], getattr(short, field), rtol=0, atol=1e-13)
     np.testing.assert_allclose(small_blocks.loss, long.loss[:997], rtol=1e-12)
+
+
+@pytest.mark.parametrize("vectorised", [False, True])
+def test_rounds_drawn_up_front_are_the_rounds_drawn_round_by_round(monkeypatch, vectorised):
+    # A sweep whose rounds are small draws them all before playing, in a program of its own (a short run's
+    # mapped over the rounds, a long one's vectorised over them): bit for bit the rounds the scan would draw
+    # one at a time from (environment key, t).
+    if vectorised:
+        monkeypatch.setattr(ocokit.engine, "_BLOCK_FROM_T", 1)
+    problem, T = TimeVaryingRegression(), 30
+    keys = ocokit.engine._as_keys([3, 4])
+    upfront = jax.jit(ocokit.engine._rounds_impl, static_argnums=1)(problem, T, keys)
+    for s, key in enumerate(keys):
+        env_key, _ = ocokit.engine.split_key(key)
+        episode = problem.episode(env_key, T)
+        for t in (1, 17, T):
+            data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+            for name, value in data.items():
+                np.testing.assert_array_equal(upfront[name][s, t - 1], value)
+
+
+def test_a_sweep_plays_the_same_game_with_its_rounds_drawn_up_front_or_in_the_scan(monkeypatch):
+    problem, learner = TimeVaryingRegression(), OGD(eta=0.02)
+    assert ocokit.engine._draws_upfront(problem, 40, 3)
+    upfront = ocokit.sweep(learner, problem, 40, [0, 1, 2], record_decisions=True)
+    monkeypatch.setattr(ocokit.engine, "UPFRONT_BYTES", 0)
+    assert not ocokit.engine._draws_upfront(problem, 40, 3)
+    in_scan = ocokit.sweep(learner, problem, 40, [0, 1, 2], record_decisions=True)
+    for field in ("loss", "constraints", "decisions", "comparator_loss", "optimum_loss"):
+        np.testing.assert_allclose(getattr(upfront, field), getattr(in_scan, field), rtol=1e-12, atol=1e-13)
+
+
+class _DrawCompiles(logging.Handler):
+    """Counts the up-front draws XLA compiles while installed (``jax.log_compiles`` messages)."""
+
+    def __init__(self):
+        super().__init__(level=logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += record.getMessage().startswith("Compiling jit(_rounds_impl")
+
+
+def test_learners_swept_on_one_game_share_the_compiled_draw_of_its_rounds():
+    problem = TimeVaryingRegression(dim=7, rows=3)  # a shape no other test sweeps: nothing compiled yet
+    counted, logger = _DrawCompiles(), logging.getLogger("jax")
+    logger.addHandler(counted)
+    try:
+        with jax.log_compiles(True):
+            ocokit.sweep(OGD(eta=0.01), problem, 25, 2, comparators=False)
+            first = counted.count
+            ocokit.sweep(OGD(eta=0.01, decay="inverse_sqrt"), problem, 25, [5, 6], comparators=False)
+    finally:
+        logger.removeHandler(counted)
+    assert (first, counted.count) == (1, 1)  # the second learner's sweep compiled its own program only
 
 
 def test_non_finite_round_is_named_in_any_block_and_padding_rounds_never_count(monkeypatch):

@@ -28,8 +28,15 @@ def folder(tmp_path):
 
 
 def _sweep(learner, problem):
+    """A small sweep: two programs, its rounds drawn up front (shared by every learner on this game) and its play."""
     traj = ocokit.sweep(learner, problem, T, SEEDS, comparators=False)
     return np.asarray(traj.loss), np.asarray(traj.constraints)
+
+
+@pytest.fixture
+def one_program(monkeypatch):
+    """A sweep of one program: its rounds drawn inside its scan (no up-front draw)."""
+    monkeypatch.setattr(engine, "UPFRONT_BYTES", 0)
 
 
 def _reference(fn, *args, **kwargs):
@@ -54,10 +61,10 @@ def test_stored_and_loaded_programs_equal_the_in_process_ones_bit_for_bit(folder
     learner = LEARNERS[name](ocokit.algorithms.ProblemInfo.of(problem, T))
     expected = _reference(_sweep, learner, problem)
     stored = _sweep(learner, problem)
-    assert _executables.counts["stored"] == 1 and len(list(folder.glob("*.xla"))) == 1
-    _executables.use(folder)  # forget this process's programs: the next call reads the file
+    assert _executables.counts["stored"] == 2 and len(list(folder.glob("*.xla"))) == 2  # the draw, the play
+    _executables.use(folder)  # forget this process's programs: the next call reads the files
     loaded = _sweep(learner, problem)
-    assert _executables.counts["loaded"] == 1 and _executables.counts["compiled"] == 1
+    assert _executables.counts["loaded"] == 2 and _executables.counts["compiled"] == 2
     for got in (stored, loaded):
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
@@ -70,7 +77,9 @@ def test_a_static_value_or_a_shape_is_part_of_the_key(folder):
         np.testing.assert_array_equal(_sweep(learner, problem)[0], _reference(_sweep, learner, problem)[0])
     longer = ocokit.sweep(ocokit.algorithms.OGD(eta=0.01), problem, T + 1, SEEDS, comparators=False)
     assert longer.loss.shape == (SEEDS, T + 1)
-    assert _executables.counts["stored"] == 3 and _executables.counts["loaded"] == 0
+    # stored: the draw and two plays of T rounds, the draw and the play of T + 1 rounds; the second play's draw
+    # is the first's, read back from its file (switching folders, as _reference does, forgets loaded programs)
+    assert _executables.counts["stored"] == 5 and _executables.counts["loaded"] == 1
 
 
 def test_a_program_holding_user_code_runs_but_is_never_stored(folder):
@@ -107,7 +116,7 @@ def test_nothing_is_keyed_without_ocokit_source_files(monkeypatch):
     assert _executables.program_key(engine._run, (), (3,), jax.tree.structure(()), []) is None
 
 
-def test_a_corrupt_or_foreign_file_is_compiled_again_and_replaced(folder):
+def test_a_corrupt_or_foreign_file_is_compiled_again_and_replaced(folder, one_program):
     problem, learner = ocokit.problems.TimeVaryingRegression(), ocokit.algorithms.OGD(eta=0.01)
     expected = _sweep(learner, problem)
     (path,) = folder.glob("*.xla")
@@ -120,7 +129,7 @@ def test_a_corrupt_or_foreign_file_is_compiled_again_and_replaced(folder):
     assert _executables.counts["loaded"] == 0 and _executables.counts["stored"] == 4
 
 
-def test_the_folder_is_bounded_least_recently_used_out(folder, monkeypatch):
+def test_the_folder_is_bounded_least_recently_used_out(folder, monkeypatch, one_program):
     problem = ocokit.problems.TimeVaryingRegression()
     _sweep(ocokit.algorithms.OGD(eta=0.01), problem)
     (first,) = folder.glob("*.xla")
@@ -179,15 +188,15 @@ def test_a_second_process_loads_every_program_and_computes_the_same_numbers(tmp_
     JAX's cache loaded cannot be serialized again, so it is compiled afresh under a one-off name)."""
     folder, jax_cache = tmp_path / "programs", tmp_path / "jax"
     first = _process(folder, tmp_path / "1.npz", jax_cache)
-    assert first == {"compiled": 2, "stored": 2}
+    assert first == {"compiled": 3, "stored": 3}  # the sweep's draw and play, the comparators
     second = _process(folder, tmp_path / "2.npz", jax_cache)
-    assert second == {"loaded": 2}
+    assert second == {"loaded": 3}
     for path in folder.glob("*.xla"):
         path.unlink()
     third = _process(folder, tmp_path / "3.npz", jax_cache)
-    assert third["stored"] == 2 and third["compiled"] == 4  # JAX's cache served both: each compiled again
+    assert third["stored"] == 3 and third["compiled"] == 6  # JAX's cache served all three: each compiled again
     fourth = _process(folder, tmp_path / "4.npz", jax_cache)
-    assert fourth == {"loaded": 2}
+    assert fourth == {"loaded": 3}
     problem = ocokit.problems.TimeVaryingRegression()
     traj = _reference(ocokit.sweep, ocokit.algorithms.OGD(eta=0.01), problem, T, SEEDS, comparators=False)
     env = _reference(ocokit.comparators, problem, T, SEEDS)
@@ -220,7 +229,7 @@ def test_arrays_enter_the_key_by_shape_and_dtype_only(folder):
     problem = ocokit.problems.TimeVaryingRegression()
     learners = [ocokit.algorithms.OGD(eta=jnp.asarray(eta)) for eta in (0.01, 0.02)]
     outs = [_sweep(learner, problem)[0] for learner in learners]
-    assert _executables.counts["stored"] == 1 and _executables.counts["compiled"] == 1
+    assert _executables.counts["stored"] == 2 and _executables.counts["compiled"] == 2  # the draw, the play
     for learner, out in zip(learners, outs, strict=True):
         np.testing.assert_array_equal(out, _reference(_sweep, learner, problem)[0])
 
@@ -233,7 +242,7 @@ def test_a_remembered_command_prefetches_its_programs(folder):
     _executables.prefetch("my command")
     _executables.prefetch("another command")  # never remembered: nothing to do
     got = _sweep(learner, problem)
-    assert _executables.counts["prefetched"] == 1 and _executables.counts["loaded"] == 1
+    assert _executables.counts["prefetched"] == 2 and _executables.counts["loaded"] == 2  # the draw, the play
     np.testing.assert_array_equal(got[0], expected[0])
     _executables.use(folder)
     _executables.prefetch("my command")
@@ -273,7 +282,7 @@ def test_the_cli_second_invocation_loads_the_programs_and_prints_the_same_number
         if run == "1":
             stored = {path: (path.stat().st_ino, path.stat().st_mtime_ns) for path in programs.glob("*.xla")}
     assert summaries[0] == summaries[1]
-    assert len(stored) == 3  # the comparators and two sweeps
+    assert len(stored) == 4  # the comparators, the rounds drawn up front (shared) and two plays
     assert set(programs.glob("*.xla")) == stored.keys()
     for path, (inode, mtime) in stored.items():  # loaded (touched), not written again (a new file each time)
         assert path.stat().st_ino == inode and path.stat().st_mtime_ns > mtime
