@@ -12,7 +12,7 @@ In this one script run, each command in a fresh Python process, with the experim
 
 With ``--repeats R`` the three run R times in turn, each round with new cache folders; each wall time printed is
 the best of its R (all R beside it), and each ratio is of the best times, every round's own ratio beside it (a
-single run of these commands varies by about 5% on a 2-core machine).
+single run of these commands varied by 6-10% between rounds on a 2-core machine).
 
 Then, in this process, the compile and run times of the experiment's comparators' program (what it computes once
 per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
