@@ -14,7 +14,10 @@ With ``--repeats R`` the three run R times in turn, each round with new cache fo
 the best of its R (all R beside it), and each ratio is of the best times, every round's own ratio beside it (a
 single run of these commands varied by 6-10% between rounds on a 2-core machine).
 
-Then, in this process, the compile and run times of the experiment's comparators' program (what it computes once
+Then, for ``time-varying-regression``, its five learners swept in a fresh process with their rounds drawn inside each
+learner's scan and drawn up front by one shared program (the engine's default for small rounds: wall and compile
+times, and the largest difference of the numbers), and, in this process, the compile and run times of the
+experiment's comparators' program (what it computes once
 per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
 largest relative difference of their outputs.
 
@@ -38,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from _git import ROOT, folder_at
 
@@ -95,6 +100,62 @@ def breakdown(wall: float, phases: dict[str, Any]) -> str:
     return ", ".join([*parts, f"the rest {wall - sum(seconds.values()):.1f} s"]) + (
         f"; engine programs: {programs}" if programs else ""
     )
+
+
+_LEARNERS = """
+import json, sys, time
+import jax, jax.monitoring, numpy as np
+jax.config.update("jax_enable_x64", True)
+seconds = {}
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, secs, **_: seconds.__setitem__(event, seconds.get(event, 0.0) + secs))
+from ocokit import engine, harness
+import ocokit.experiments
+if sys.argv[1] == "scan":
+    engine.UPFRONT_BYTES = 0  # every learner's program draws its rounds inside its scan
+T, S = int(sys.argv[2]), int(sys.argv[3])
+exp = harness.get("time-varying-regression")
+problem = exp.study.make_problem(T, None, exp.parse_options({}))
+info = harness.ProblemInfo.of(problem, T)
+tic, out = time.perf_counter(), {}
+for algo in exp.algorithms:
+    traj = engine.sweep(algo.make(info), problem, T, S, chunk_size=exp.study.chunk_size, comparators=False)
+    out[algo.label] = {"loss": np.asarray(traj.loss), "constraints": np.asarray(traj.constraints)}
+wall = time.perf_counter() - tic
+np.savez(sys.argv[4], **{f"{a}/{k}": v for a, d in out.items() for k, v in d.items()})
+print(json.dumps({"wall": wall, "compile": seconds.get("/jax/core/compile/backend_compile_duration", 0.0)}))
+"""
+"""Sweep Fig. 1's five learners (``sys.argv``: ``scan`` or ``upfront``, T, seeds, an ``.npz`` for the numbers) in
+this fresh process, as ``ocokit run`` does (chunks of the experiment's size, no comparators); print the wall time
+and the seconds XLA compiled."""
+
+
+def learners_compile(T: int, seeds: int) -> None:
+    """Fig. 1's five learners swept in a fresh process each way: every learner's program drawing its rounds in its
+    scan (``engine.UPFRONT_BYTES = 0``), and the rounds drawn up front by one program they share (the engine's
+    default for small rounds); the wall times, XLA's compile seconds, and the largest difference of the losses and
+    constraint values relative to their scale."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        env["PYTHONPATH"] = str(ROOT / "src")
+        got = {}
+        for way in ("scan", "upfront"):
+            npz = Path(tmp) / f"{way}.npz"
+            done = subprocess.run(
+                [sys.executable, "-c", _LEARNERS, way, str(T), str(seeds), str(npz)],
+                env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise SystemExit(f"the learners' sweeps ({way}) failed:\n{done.stderr[-2000:]}")
+            got[way] = json.loads(done.stdout.strip().splitlines()[-1]), dict(np.load(npz))
+    (scan, a), (upfront, b) = got["scan"], got["upfront"]
+    diff = max(float(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(a[k])), 1e-300)) for k in a)
+    print(f"Fig. 1's five learners swept, T = {T}, {seeds} seeds, no comparators, a fresh process each way:")
+    for label, times in (("in each learner's scan", scan), ("up front, shared", upfront)):
+        print(f"    rounds drawn {label + ':':<23} {times['wall']:.2f} s, XLA compiled for {times['compile']:.2f} s")
+    print(f"    up front: {scan['wall'] / upfront['wall']:.2f}x faster end to end, "
+          f"{scan['compile'] / upfront['compile']:.2f}x less compiling")  # fmt: skip
+    print(f"    largest difference of the losses and constraint values, relative to their scale: {diff:.1e}")
 
 
 def comparators_compile(T: int, seeds: int) -> None:
@@ -186,6 +247,7 @@ def main() -> None:
         print(f"today's main ({OLD}) not found in git: no comparison")
     print(f"second vs first invocation:      {ratio('first', 'second', '3x')}")
     if args.experiment == "time-varying-regression":
+        learners_compile(args.T or 1000, args.seeds or 20)
         comparators_compile(args.T or 1000, args.seeds or 20)
 
 
