@@ -29,7 +29,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ocokit import _checks, _executables
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback
-from ocokit.problems._base import AbstractProblem
+from ocokit.problems._base import AbstractProblem, all_rounds, round_at, rounds_at
 
 _QUANTITIES = ("loss", "constraints", "decision")
 _MAX_T = 2**31 - 1  # rounds are counted in int32
@@ -92,7 +92,14 @@ def _nbytes(tree: Any) -> int:
 
 
 def _check_memory(
-    what: str, problem: AbstractProblem, T: int, runs: int, chunk: int, decisions: bool, env: bool, upfront=False
+    what: str,
+    problem: AbstractProblem,
+    T: int,
+    runs: int,
+    chunk: int,
+    decisions: bool,
+    env: bool,
+    upfront: bool = False,
 ):
     """Refuse up front a call that would not fit in memory (instead of allocating until XLA fails).
 
@@ -233,17 +240,6 @@ def _block_rounds(blocks: int, B: int) -> Int[Array, "blocks B"]:
     return jnp.arange(1, blocks * B + 1, dtype=jnp.int32).reshape(blocks, B)
 
 
-def _draw_block(problem: AbstractProblem, episode, env_key: PRNGKeyArray, ts: Int[Array, " B"]):
-    """The round data of rounds ``ts``, stacked: the per-round draw ``round_data(episode, fold_in(env_key, t),
-    t)``, vmapped over the block's rounds.
-
-    One vectorised draw per block instead of B small ones (the random bits of many rounds are generated
-    together), with the very numbers of the per-round draw: round t's data stays a pure function of the
-    environment key and t, whatever T and B are (common random numbers, unchanged).
-    """
-    return jax.vmap(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
-
-
 UPFRONT_BYTES = 2**26
 """A sweep's chunk of runs whose round data take at most this many bytes in all (64 MiB) draws every round
 before playing (:func:`_draws_upfront`)."""
@@ -253,12 +249,11 @@ def _draws_upfront(problem: AbstractProblem, T: int, runs: int) -> bool:
     """Whether a chunk of ``runs`` runs of T rounds draws all its rounds before playing (:func:`_rounds_impl`):
     when their data, from shapes only (:func:`_footprint`), take at most :data:`UPFRONT_BYTES`.
 
-    The rounds are then drawn by a program of their own, vectorised over the seeds and the rounds, and the
-    learner's program reads them: the draw (for a small game, half of what XLA compiles for a learner's run) is
-    compiled once for every learner played on the same game, shape and chunk, instead of once per learner,
-    and it runs once per chunk, vectorised, instead of inside every round. The numbers of the rounds are the
-    very ones drawn round by round (a test checks them bit for bit); a learner's arithmetic, compiled apart
-    from the draw, may differ in the last bits.
+    The rounds are then drawn by a program of their own, vectorised over the seeds, and the learner's program
+    reads them: the draw (for a small game, about half of what XLA compiles for a learner's run) is compiled
+    once for every learner played on the same game, shape and chunk, instead of once per learner. The numbers
+    of the rounds are the very ones drawn round by round (a test checks them bit for bit); a learner's
+    arithmetic, compiled apart from the draw, may differ in the last bits.
     """
     data = _footprint(problem, T, False)[1]
     return 0 < float(runs) * T * data <= UPFRONT_BYTES
@@ -267,7 +262,7 @@ def _draws_upfront(problem: AbstractProblem, T: int, runs: int) -> bool:
 def _rounds_impl(problem: AbstractProblem, T: int, keys: PRNGKeyArray):
     """Rounds 1..T of each key's game, stacked on axes ``(S, T, ...)``: the per-round draw mapped over the
     rounds (a scan) for a run shorter than :data:`_BLOCK_FROM_T` rounds, as its scan would draw them, else
-    vectorised over them (:func:`_draw_block`), as its blocks would.
+    vectorised over them (:func:`~ocokit.problems._base.all_rounds`), as its blocks would.
 
     The scan compiles in about half the time (0.6 against 1.2 s for Fig. 1's rounds, T = 1000, 10 seeds) and
     runs in about twice (14 against 7 ms): a short run is dominated by compiling.
@@ -275,10 +270,11 @@ def _rounds_impl(problem: AbstractProblem, T: int, keys: PRNGKeyArray):
 
     def one(key):
         env_key, _ = split_key(key)
-        episode, ts = problem.episode(env_key, T), jnp.arange(1, T + 1, dtype=jnp.int32)
+        episode = problem.episode(env_key, T)
         if T < _BLOCK_FROM_T:
-            return jax.lax.map(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t), ts)
-        return _draw_block(problem, episode, env_key, ts)
+            ts = jnp.arange(1, T + 1, dtype=jnp.int32)
+            return jax.lax.map(lambda t: round_at(problem, episode, env_key, t), ts)
+        return all_rounds(problem, episode, env_key, T)
 
     return jax.vmap(one)(keys)
 
@@ -289,11 +285,11 @@ def _scan_rounds(
     """Rounds 1..T: ``play(carry, (data, t)) -> (carry, out)`` in order, and ``environment(data)`` (the
     comparator losses: they depend on the round alone); returns their per-round records, ``(T, ...)`` each.
 
-    An outer scan over blocks of B rounds (:func:`_blocks`): each block draws its rounds at once
-    (:func:`_draw_block`), plays them in an inner scan and computes ``environment`` vmapped over the block
-    (a batch of per-round optima). Rounds past T in the last block are played, never reported. With B = 1,
-    one plain scan that draws each round in its body. Given ``rounds`` (every round's data, drawn before:
-    :func:`_rounds_impl`), one plain scan over them.
+    An outer scan over blocks of B rounds (:func:`_blocks`): each block draws its rounds at once, vectorised
+    (:func:`~ocokit.problems._base.rounds_at`: the per-round draw's numbers, whatever T and B), plays them in an
+    inner scan and computes ``environment`` vmapped over the block (a batch of per-round optima). Rounds past T
+    in the last block are played, never reported. With B = 1, one plain scan that draws each round in its body.
+    Given ``rounds`` (every round's data, drawn before: :func:`_rounds_impl`), one plain scan over them.
     """
     if rounds is not None:
 
@@ -306,14 +302,14 @@ def _scan_rounds(
     if B == 1:
 
         def one(carry, t):
-            data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+            data = round_at(problem, episode, env_key, t)
             carry, out = play(carry, (data, t))
             return carry, (out, environment(data))
 
         return jax.lax.scan(one, carry, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
 
     def block(carry, ts):
-        datas = _draw_block(problem, episode, env_key, ts)
+        datas = rounds_at(problem, episode, env_key, ts)
         carry, out = jax.lax.scan(play, carry, (datas, ts))
         return carry, (out, jax.vmap(environment, axis_size=B)(datas))
 

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ocokit.problems._base import AbstractProblem
+from ocokit.problems._base import AbstractProblem, round_at
 
 
 class FeedbackKind(enum.Enum):
@@ -175,7 +175,7 @@ class Predictions(eqx.Module):
         return ok if self.lookahead is None else ok & (k <= self.now + self.lookahead)
 
     def _model(self, k: Array, window: Array) -> Array:
-        data = self._problem.round_data(self._episode, jax.random.fold_in(self._env_key, k), k)
+        data = round_at(self._problem, self._episode, self._env_key, k)
         memory = self._problem.memory()
 
         def one(w):

@@ -16,7 +16,7 @@ import ocokit
 from ocokit.algorithms import RECOO, ProblemInfo, Yi2021, Yi2023
 from ocokit.engine import split_key
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
-from ocokit.problems._qp import all_rounds
+from ocokit.problems._base import all_rounds
 
 T = 8
 SEED = 3

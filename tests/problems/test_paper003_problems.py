@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from ocokit.algorithms import ProblemInfo
 from ocokit.engine import split_key
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
-from ocokit.problems._qp import all_rounds, solve_qp
+from ocokit.problems._base import all_rounds
+from ocokit.problems._qp import solve_qp
 
 TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12}
 

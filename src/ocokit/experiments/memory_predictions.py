@@ -29,13 +29,13 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ocokit import metrics
 from ocokit.algorithms import BanditOCOMemory, OCOMemoryLimitedPredictions
 from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, per_run, play, register
 from ocokit.problems import QuadraticWithMemory
+from ocokit.problems._base import all_rounds
 from ocokit.sets import Box
 
 PAPER = {"eta": 0.2, "alpha": 0.05, "delta": 0.2, "delta_prime": 1e-4, "x0": 0.5}
@@ -79,8 +79,7 @@ def iqr(values: np.ndarray) -> list[float]:
 
 def _optimal_cost(problem: QuadraticWithMemory, episode, env_key, T: int) -> jax.Array:
     """``C_T(x*)`` of one run's first T rounds (the engine's rounds, eq. 2 on horizon T)."""
-    ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-    data = jax.vmap(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+    data = all_rounds(problem, episode, env_key, T)
     return problem.total_cost(data["A"], data["B"], episode["x_star"])
 
 

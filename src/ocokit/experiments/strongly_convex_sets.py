@@ -29,7 +29,7 @@ from ocokit.algorithms import OFW, SCOFW, OFWLineSearch, ProblemInfo
 from ocokit.engine import stack
 from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, Summary, per_run, play, register
 from ocokit.problems import OnlineLinear, OnlineQuadratic
-from ocokit.problems._base import AbstractProblem
+from ocokit.problems._base import AbstractProblem, round_at
 from ocokit.sets import L1Ball, L2Ball, LpBall
 
 NAME = "strongly-convex-sets"
@@ -103,7 +103,7 @@ def _prefix_comparator_losses(problem: AbstractProblem, episode, env_key, T: int
         x_star = problem.best_fixed(episode, env_key, Tb)
 
         def body(_, t):
-            data = problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+            data = round_at(problem, episode, env_key, t)
             return None, jnp.where(t <= Tb, problem.loss(data, x_star), 0.0)
 
         return jax.lax.scan(body, None, jnp.arange(1, T + 1, dtype=jnp.int32))[1]

@@ -149,3 +149,19 @@ class AbstractProblem(eqx.Module):
         """``argmin_{x in K} f_t(x)`` s.t. ``g_t(x) <= 0``, or ``None`` if not provided."""
         del data
         return None
+
+
+def round_at(problem: AbstractProblem, episode: Any, env_key: PRNGKeyArray, t: Int[Array, ""]) -> Any:
+    """Round ``t``'s data as every run draws it: :meth:`AbstractProblem.round_data` with the key
+    ``fold_in(env_key, t)``, a pure function of the environment key and t (common random numbers)."""
+    return problem.round_data(episode, jax.random.fold_in(env_key, t), t)
+
+
+def rounds_at(problem: AbstractProblem, episode: Any, env_key: PRNGKeyArray, ts: Int[Array, " B"]) -> Any:
+    """:func:`round_at` of the rounds ``ts``, stacked on a leading axis: one vectorised draw, the same numbers."""
+    return jax.vmap(lambda t: round_at(problem, episode, env_key, t))(ts)
+
+
+def all_rounds(problem: AbstractProblem, episode: Any, env_key: PRNGKeyArray, T: int) -> Any:
+    """Round data of every round ``1..T`` stacked on a leading axis (for offline comparators): :func:`rounds_at`."""
+    return rounds_at(problem, episode, env_key, jnp.arange(1, T + 1, dtype=jnp.int32))

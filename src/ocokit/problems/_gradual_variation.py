@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ocokit import _checks
-from ocokit.problems._base import AbstractProblem, ProblemConstants
+from ocokit.problems._base import AbstractProblem, ProblemConstants, all_rounds
 from ocokit.sets import AbstractSet, L2Ball, Simplex
 
 _NORMS = ("l2", "linf")
@@ -130,8 +130,7 @@ class AbstractDriftingProblem(AbstractProblem):
 
     def parameters(self, episode: Any, env_key: Any, T: int) -> Float[Array, "T d"]:
         """The round data of rounds 1..T of a run (regenerated from the keys exactly as the engine draws them)."""
-        ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-        return jax.vmap(lambda t: self.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
+        return all_rounds(self, episode, env_key, T)
 
 
 class DriftingQuadratic(AbstractDriftingProblem):

@@ -19,8 +19,7 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.datasets import ELECTRICITY_REGIONS, ENV_VAR, load_electricity_prices, load_nyiso_5min
-from ocokit.problems._base import AbstractProblem, ProblemConstants
-from ocokit.problems._qp import all_rounds
+from ocokit.problems._base import AbstractProblem, ProblemConstants, all_rounds
 from ocokit.sets import Box
 
 SLOTS_PER_HOUR = 12

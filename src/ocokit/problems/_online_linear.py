@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ocokit import _checks
-from ocokit.problems._base import AbstractProblem, ProblemConstants
+from ocokit.problems._base import AbstractProblem, ProblemConstants, round_at
 from ocokit.sets import AbstractSet
 
 
@@ -42,7 +42,7 @@ def _sum_over_rounds(problem: AbstractProblem, episode, env_key, T, field: str) 
     x0 = problem.domain.center()
 
     def body(t, acc):
-        return acc + problem.round_data(episode, jax.random.fold_in(env_key, t), t)[field]
+        return acc + round_at(problem, episode, env_key, t)[field]
 
     return jax.lax.fori_loop(1, T + 1, body, jnp.zeros_like(x0))
 

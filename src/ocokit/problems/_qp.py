@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.problems._base import AbstractProblem, ProblemConstants
+from ocokit.problems._base import AbstractProblem, ProblemConstants, all_rounds
 from ocokit.sets import Box
 
 # --------------------------------------------------------------------------------------------------
@@ -178,12 +178,6 @@ def polygon_qp(p: Array, q: Float[Array, " 2"], G: Float[Array, "m 2"], h: Float
     feasible = usable & jnp.all(candidates @ G.T <= (h + slack)[None, :], axis=1)
     values = 0.5 * p * jnp.sum(candidates**2, axis=1) + candidates @ q
     return candidates[jnp.argmin(jnp.where(feasible, values, jnp.inf))]
-
-
-def all_rounds(problem: AbstractProblem, episode, env_key, T: int):
-    """Round data of every round ``1..T`` stacked on a leading axis (for offline comparators)."""
-    ts = jnp.arange(1, T + 1, dtype=jnp.int32)
-    return jax.vmap(lambda t: problem.round_data(episode, jax.random.fold_in(env_key, t), t))(ts)
 
 
 # --------------------------------------------------------------------------------------------------

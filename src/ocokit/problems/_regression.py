@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from ocokit import _checks
-from ocokit.problems._base import AbstractProblem, ProblemConstants
-from ocokit.problems._qp import all_rounds, solve_box_qp
+from ocokit.problems._base import AbstractProblem, ProblemConstants, all_rounds
+from ocokit.problems._qp import solve_box_qp
 from ocokit.sets import Box
 
 
