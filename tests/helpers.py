@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import equinox as eqx
@@ -132,3 +135,30 @@ def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int
         experiments.Algorithm(slow_label, lambda info: OGD(eta=0.01)),
     ]
     register_test_experiment(name, f"{name} test", study, algorithms=algorithms)
+
+
+class CompileLog(logging.Handler):
+    """Counts the programs named ``name`` that XLA compiles while installed (``jax.log_compiles`` messages).
+
+    Eager helper ops (a key stack, a cast) compile once per process whatever ran before; only the named
+    program (an engine function: ``_sweep_chunk``, ``_rounds_impl``) is counted.
+    """
+
+    def __init__(self, name: str):
+        super().__init__(level=logging.DEBUG)
+        self.prefix, self.count = f"Compiling jit({name}", 0
+
+    def emit(self, record):
+        self.count += record.getMessage().startswith(self.prefix)
+
+
+@contextlib.contextmanager
+def count_compiles(name: str) -> Iterator[CompileLog]:
+    """A :class:`CompileLog` of ``name`` installed on JAX's logger, with compile logging on, for the block."""
+    log, logger = CompileLog(name), logging.getLogger("jax")
+    logger.addHandler(log)
+    try:
+        with jax.log_compiles(True):
+            yield log
+    finally:
+        logger.removeHandler(log)

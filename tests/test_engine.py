@@ -1,7 +1,5 @@
 """The engine: run / sweep / stack / Session, common random numbers, non-finite detection, bad input."""
 
-import logging
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -14,7 +12,7 @@ from ocokit.engine import NonFiniteError
 from ocokit.feedback import PREDICTIONS
 from ocokit.problems import TimeVaryingRegression
 
-from .helpers import NaNAt, quadratic_problem
+from .helpers import NaNAt, count_compiles, quadratic_problem
 from .learner_cases import CASES, cases
 
 
@@ -151,28 +149,12 @@ def test_a_sweep_plays_the_same_game_with_its_rounds_drawn_up_front_or_in_the_sc
         np.testing.assert_allclose(getattr(upfront, field), getattr(in_scan, field), rtol=1e-12, atol=1e-13)
 
 
-class _DrawCompiles(logging.Handler):
-    """Counts the up-front draws XLA compiles while installed (``jax.log_compiles`` messages)."""
-
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.count = 0
-
-    def emit(self, record):
-        self.count += record.getMessage().startswith("Compiling jit(_rounds_impl")
-
-
 def test_learners_swept_on_one_game_share_the_compiled_draw_of_its_rounds():
     problem = TimeVaryingRegression(dim=7, rows=3)  # a shape no other test sweeps: nothing compiled yet
-    counted, logger = _DrawCompiles(), logging.getLogger("jax")
-    logger.addHandler(counted)
-    try:
-        with jax.log_compiles(True):
-            ocokit.sweep(OGD(eta=0.01), problem, 25, 2, comparators=False)
-            first = counted.count
-            ocokit.sweep(OGD(eta=0.01, decay="inverse_sqrt"), problem, 25, [5, 6], comparators=False)
-    finally:
-        logger.removeHandler(counted)
+    with count_compiles("_rounds_impl") as counted:
+        ocokit.sweep(OGD(eta=0.01), problem, 25, 2, comparators=False)
+        first = counted.count
+        ocokit.sweep(OGD(eta=0.01, decay="inverse_sqrt"), problem, 25, [5, 6], comparators=False)
     assert (first, counted.count) == (1, 1)  # the second learner's sweep compiled its own program only
 
 

@@ -7,9 +7,6 @@ stored as array leaves (so a grid never recompiles). Every check reads the same 
 case; that a vmapped run equals separate runs is the engine's own test (tests/test_engine.py).
 """
 
-import contextlib
-import logging
-
 import equinox as eqx
 import jax
 import numpy as np
@@ -20,7 +17,7 @@ from ocokit.algorithms import ProblemInfo
 from ocokit.feedback import PREDICTIONS, FeedbackKind, make_feedback, problem_lookahead
 
 from ..golden import generate
-from ..helpers import Perturbed
+from ..helpers import Perturbed, count_compiles
 from ..learner_cases import CASES as LEARNER_CASES
 from ..learner_cases import LEARNERS, cases
 
@@ -39,32 +36,6 @@ def test_every_learner_has_test_cases_and_a_docstring(cls):
 
 
 _CACHE: dict = {}
-
-
-class _CompileLog(logging.Handler):
-    """Counts the engine's run programs XLA compiles while installed (``jax.log_compiles`` messages).
-
-    Eager helper ops (a key stack, a cast) compile once per process whatever ran before; only the run itself
-    is counted.
-    """
-
-    def __init__(self):
-        super().__init__(level=logging.DEBUG)
-        self.count = 0
-
-    def emit(self, record):
-        self.count += record.getMessage().startswith("Compiling jit(_sweep_chunk")
-
-
-@contextlib.contextmanager
-def _count_compiles():
-    log, logger = _CompileLog(), logging.getLogger("jax")
-    logger.addHandler(log)
-    try:
-        with jax.log_compiles(True):
-            yield log
-    finally:
-        logger.removeHandler(log)
 
 
 def _nudge(leaf):
@@ -89,7 +60,7 @@ def _runs(learner, problem):
             for t0 in (T + 1, T // 2)
         )
         nudged, unperturbed = _nudged(learner), Perturbed(problem, T + 1)
-        with _count_compiles() as log:
+        with count_compiles("_sweep_chunk") as log:
             again = ocokit.sweep(nudged, unperturbed, T, [5, 6], record_decisions=True, comparators=False)
             again.loss.block_until_ready()
         _CACHE[key] = swept, perturbed, log.count
