@@ -130,14 +130,20 @@ this fresh process, as ``ocokit run`` does (chunks of the experiment's size, no 
 and the seconds XLA compiled."""
 
 
+def clean_environment(**extra: str) -> dict[str, str]:
+    """This process's environment without a JAX compilation cache or a ``PYTHONPATH`` of its own, plus ``extra``:
+    what each timed command starts from."""
+    drop = ("JAX_COMPILATION_CACHE_DIR", "PYTHONPATH")
+    return {k: v for k, v in os.environ.items() if k not in drop} | extra
+
+
 def learners_compile(T: int, seeds: int) -> None:
     """Fig. 1's five learners swept in a fresh process each way: every learner's program drawing its rounds in its
     scan (``engine.UPFRONT_BYTES = 0``), and the rounds drawn up front by one program they share (the engine's
     default for small rounds); the wall times, XLA's compile seconds, and the largest difference of the losses and
     constraint values relative to their scale."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-        env["PYTHONPATH"] = str(ROOT / "src")
+        env = clean_environment(PYTHONPATH=str(ROOT / "src"))
         got = {}
         for way in ("scan", "upfront"):
             npz = Path(tmp) / f"{way}.npz"
@@ -211,8 +217,7 @@ def main() -> None:
         parser.error(f"--repeats must be an integer >= 1, got {args.repeats}")
     data = args.data or os.environ.get("OCOKIT_DATA") or str(ROOT.parent / "shared" / "data")
     extra = [*(["--T", str(args.T)] if args.T else []), *(["--seeds", str(args.seeds)] if args.seeds else [])]
-    base = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "PYTHONPATH")}
-    base["OCOKIT_DATA"] = data
+    base = clean_environment(OCOKIT_DATA=data)
     command = ["run", args.experiment, *extra, "--data", data]
     rounds = []
     for _ in range(args.repeats):
