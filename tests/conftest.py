@@ -48,6 +48,17 @@ def _strict_dtype_promotion(request):
         yield
 
 
+@pytest.fixture(autouse=True)
+def _library_compile_options():
+    """A CLI command run in this process (``CliRunner``) turns on cheap compiles of short sweeps for the process
+    (``ocokit.engine.compile_short_sweeps``); the next test gets the library's default back."""
+    yield
+    from ocokit import engine
+
+    if engine.short_sweeps():
+        engine.compile_short_sweeps(0)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     """The real datasets: ``$OCOKIT_DATA`` or ``../shared/data`` beside the checkout; skip if absent."""

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import ocokit
 from ocokit import cli, experiments
 
 from .helpers import register_two_ogd
@@ -22,8 +23,10 @@ register_two_ogd("cli-smoke")
 def test_run_then_skip_then_plot_and_report(tmp_path):
     out = tmp_path / "smoke"
     args = ["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out)]
+    assert ocokit.engine.short_sweeps() == 0  # the library's default
     first = runner.invoke(cli.app, args)
     assert first.exit_code == 0, first.output
+    assert ocokit.engine.short_sweeps() == ocokit.engine.SHORT_SWEEP_ROUNDS  # the CLI compiles short sweeps cheaply
     summary = json.loads((out / "summary.json").read_text())
     assert summary["experiment"] == "cli-smoke" and summary["T"] == 20
     assert (out / "cli-smoke.png").stat().st_size > 0

@@ -101,11 +101,15 @@ def _experiments():
 
 
 def _float64() -> None:
-    """Every command that may compute runs in float64, as ``run`` always has (the library never flips it)."""
+    """Every command that may compute runs in float64, as ``run`` always has (the library never flips it), with
+    the compilation caches on and short sweeps compiled cheaply (:func:`ocokit.engine.compile_short_sweeps`)."""
     import jax
+
+    from ocokit import engine
 
     jax.config.update("jax_enable_x64", True)
     _compilation_cache()
+    engine.compile_short_sweeps(engine.SHORT_SWEEP_ROUNDS)
 
 
 CACHE_ENV_VAR = "OCOKIT_CACHE_DIR"

@@ -393,6 +393,40 @@ of three in one process)."""
 SMALL_DECISION = 65536
 """A game whose decision has at most this many entries compiles with :data:`_SMALL_GAME`."""
 
+_SHORT_SWEEP = {"xla_cpu_use_fusion_emitters": False}
+"""XLA options added to a short sweep's programs on a small game when :func:`compile_short_sweeps` asks for it (the
+CLI does): XLA's older loop emitter instead of its MLIR fusion emitters, which compile each fused kernel through
+a pipeline of their own.
+
+A tier, as in a JIT: a program that runs briefly is compiled cheaply. Measured in fresh processes on paper 003's
+Fig. 1 (its five learners swept over 10 seeds of T = 1000, the rounds drawn up front): XLA compiled for 4.07 s
+with its defaults and 2.14-2.22 s with this option, and the five sweeps ran in 240 against 249-317 ms when
+called again. The per-round losses agree bit for bit for four learners and to 2.6e-16 of their scale for the
+fifth. An iterative oracle with a tolerance turns such rounding differences into differences of its own
+tolerance's order: BFW-TVC's and SCBFW-TVC's trajectories on the learner suite's small nuclear-norm game move by
+up to 2.5e-8 relative. Hence off in the library, whose ``sweep`` equals ``run`` run by run to 1e-12 (and
+``run`` and :class:`Session` never use it)."""
+
+SHORT_SWEEP_ROUNDS = 2**17
+"""The CLI's bound (:func:`compile_short_sweeps`): compiling a learner's programs without fusion emitters saves
+about 0.3 s, about what 2e5 rounds of one run can lose at their slower pace."""
+
+_short_sweeps = 0
+
+
+def compile_short_sweeps(rounds: int) -> None:
+    """From now on, compile a sweep on a small game (:data:`SMALL_DECISION`) whose runs play at most ``rounds``
+    rounds in all (T times the runs: seeds times grid points) with :data:`_SHORT_SWEEP` added (0: never, the
+    library's default). ``ocokit run`` sets :data:`SHORT_SWEEP_ROUNDS`, where a first invocation is mostly
+    compiling; its numbers then agree with the library's to rounding (see :data:`_SHORT_SWEEP`)."""
+    global _short_sweeps
+    _short_sweeps = _checks.integer("rounds", rounds, 0, None)
+
+
+def short_sweeps() -> int:
+    """The bound set by :func:`compile_short_sweeps` (0: off)."""
+    return _short_sweeps
+
 
 @functools.cache
 def _cpu_knows(options: tuple[tuple[str, Any], ...]) -> bool:
@@ -423,6 +457,16 @@ def _game_options(problem: AbstractProblem) -> tuple[tuple[str, Any], ...]:
     """The XLA options of the learner programs of ``problem``'s game: :data:`_SMALL_GAME` for a small decision
     (where usable)."""
     return _usable(_SMALL_GAME) if math.prod(problem.domain.shape) <= SMALL_DECISION else ()
+
+
+def _sweep_options(problem: AbstractProblem, rounds: int) -> tuple[tuple[str, Any], ...]:
+    """The XLA options of a sweep's programs (its draw and its play) over ``rounds`` rounds in all: the game's
+    (:func:`_game_options`), with :data:`_SHORT_SWEEP` added for a short sweep on a small game
+    (:func:`compile_short_sweeps`; where usable)."""
+    options = _game_options(problem)
+    if options and rounds <= _short_sweeps:
+        return _usable(dict(options) | _SHORT_SWEEP) or options
+    return options
 
 
 def _comparators_impl(problem, T, keys):
@@ -714,7 +758,7 @@ def sweep(
     size = min(per_chunk, S)
     upfront = _draws_upfront(problem, T, size)
     _check_memory("sweep", problem, T, S * B, size * B, record_decisions, comparators, upfront)
-    keys, options = _as_keys(keys), _game_options(problem)
+    keys, options = _as_keys(keys), _sweep_options(problem, T * S * B)
 
     def chunk_of(chunk):
         rounds = _compiled(_rounds_impl, options)(problem, T, chunk) if upfront else None

@@ -234,7 +234,7 @@ class Ray(AbstractExecutor):
 
         ray = self._ray
         self._connect()
-        from ocokit import _executables
+        from ocokit import _executables, engine
 
         options = _JAX_OPTIONS + (_JAX_LOCAL_OPTIONS if self.address is None else ())
         config = {name: getattr(jax.config, name) for name in options}
@@ -249,7 +249,7 @@ class Ray(AbstractExecutor):
                     unit = next(todo, _DONE)
                     if unit is _DONE:
                         break
-                    pending[task.remote(payload, unit, config, programs)] = unit
+                    pending[task.remote(payload, unit, config, programs, engine.short_sweeps())] = unit
                 if not pending:
                     break
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
@@ -270,18 +270,22 @@ class Ray(AbstractExecutor):
 _DONE = object()
 
 
-def _run_unit(payload: bytes, unit: Any, config: dict[str, Any], programs: Path | None = None) -> Any:
-    """A Ray task: copy the driver's JAX options and its folder of engine programs (:mod:`ocokit._executables`;
-    ``None`` on a remote cluster), then unpickle the function (its arrays) and call it."""
+def _run_unit(
+    payload: bytes, unit: Any, config: dict[str, Any], programs: Path | None = None, short_sweeps: int = 0
+) -> Any:
+    """A Ray task: copy the driver's JAX options, its folder of engine programs (:mod:`ocokit._executables`;
+    ``None`` on a remote cluster) and its bound on short sweeps (:func:`ocokit.engine.compile_short_sweeps`),
+    then unpickle the function (its arrays) and call it."""
     import cloudpickle
     import jax
 
-    from ocokit import _executables
+    from ocokit import _executables, engine
 
     for name, value in config.items():
         jax.config.update(name, value)
     if programs != _executables.folder():
         _executables.use(programs)
+    engine.compile_short_sweeps(short_sweeps)
     return cloudpickle.loads(payload)(unit)
 
 
