@@ -93,6 +93,24 @@ def test_yields_in_completion_order(cluster, tmp_path):
     assert seen == [(1, 1), (0, 0)]
 
 
+def _short_sweeps(unit):
+    from ocokit import engine
+
+    return engine.short_sweeps()
+
+
+def test_workers_copy_the_drivers_bound_on_short_sweeps(cluster):
+    from ocokit import engine
+
+    engine.compile_short_sweeps(1234)  # as `ocokit run` sets it: each unit's sweeps must compile as the driver's
+    try:
+        on = list(executors.Ray().map(_short_sweeps, [0, 1]))
+    finally:
+        engine.compile_short_sweeps(0)
+    assert sorted(on) == [(0, 1234), (1, 1234)]
+    assert sorted(executors.Ray().map(_short_sweeps, [0, 1])) == [(0, 0), (1, 0)]  # and back off
+
+
 def test_killed_worker_is_retried_and_its_unit_yielded_once(cluster, tmp_path):
     pairs = list(executors.Ray(max_retries=2).map(functools.partial(_die_once, tmp_path), [0, 1, 2]))
     assert sorted(unit for unit, _ in pairs) == [0, 1, 2]
