@@ -7,11 +7,10 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import optax
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.sets._base import AbstractSet, simplex_projection
+from ocokit.sets._base import AbstractSet, projections, simplex_projection
 
 
 def _float_leaf(value: Any) -> Array:
@@ -108,7 +107,7 @@ class L2Ball(_AbstractNormBall):
     def project(self, x: Float[Array, " d"]) -> Float[Array, " d"]:
         x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
-        return optax.projections.projection_l2_ball(x.astype(dtype), self.radius.astype(dtype))
+        return projections().projection_l2_ball(x.astype(dtype), self.radius.astype(dtype))
 
     def contains(self, x: Float[Array, " d"], atol: float = 1e-8) -> Any:
         x = _arg(self, "contains", "x", x)

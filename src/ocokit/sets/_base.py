@@ -8,7 +8,6 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import optax
 from jaxtyping import Array, Float
 
 
@@ -89,10 +88,18 @@ class AbstractSet(eqx.Module):
         return jnp.asarray(1, dtype=jnp.int32)
 
 
+def projections() -> Any:
+    """``optax.projections``, imported when a projection is first traced: optax takes about 0.1 s to import,
+    which a command whose programs are all loaded from disk (``ocokit run``'s second invocation) never needs."""
+    from optax import projections
+
+    return projections
+
+
 def simplex_projection(v: Array, r: Array) -> Array:
     """Euclidean projection of ``v`` onto ``{x >= 0, sum(x) = r}`` in ``v``'s dtype (the sort-based algorithm of
     Duchi, Shalev-Shwartz, Singer and Chandra, "Efficient projections onto the l1-ball for learning in high
     dimensions", ICML 2008, through ``optax.projections.projection_simplex``, which promotes float32 under x64
     and mixes integer and float arrays internally: run under standard promotion whatever the caller's)."""
     with jax.numpy_dtype_promotion("standard"):
-        return optax.projections.projection_simplex(v, r).astype(v.dtype)
+        return projections().projection_simplex(v, r).astype(v.dtype)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.sets._balls import _arg, _check_scale, _dtype_of, _float_leaf, _nan_through
-from ocokit.sets._base import AbstractSet
+from ocokit.sets._base import AbstractSet, projections
 
 
 class Box(AbstractSet):
@@ -62,7 +61,7 @@ class Box(AbstractSet):
         x = _arg(self, "project", "x", x)
         dtype = _dtype_of(x)
         lower, upper = self.lower.astype(dtype), self.upper.astype(dtype)
-        return optax.projections.projection_box(x.astype(dtype), lower, upper)
+        return projections().projection_box(x.astype(dtype), lower, upper)
 
     def contains(self, x, atol: float = 1e-8):
         x = _arg(self, "contains", "x", x)
