@@ -50,8 +50,8 @@ def _strict_dtype_promotion(request):
 
 @pytest.fixture(autouse=True)
 def _library_compile_options():
-    """A CLI command run in this process (``CliRunner``) turns on cheap compiles of short sweeps for the process
-    (``ocokit.engine.compile_short_sweeps``); the next test gets the library's default back."""
+    """A CLI command run in this process (``CliRunner``), or a test, may turn on cheap compiles of short sweeps for
+    the process (``ocokit.engine.compile_short_sweeps``); the next test gets the library's default back."""
     yield
     from ocokit import engine
 

@@ -432,32 +432,33 @@ def _weighted_distance(data, x):
     return data["weight"] * jnp.sum((x - data["target"]) ** 2)
 
 
+def _large_game():
+    """A game whose decision has one entry more than ``engine.SMALL_DECISION``: it keeps XLA's default options."""
+    dim = ocokit.engine.SMALL_DECISION + 1
+    return ocokit.problems.CustomProblem(
+        domain=ocokit.sets.Box(0.0, 1.0, dim=dim), loss=lambda d, x: jnp.sum((x - d) ** 2), data=jnp.zeros((1, dim))
+    )
+
+
 def test_short_sweeps_compile_without_fusion_emitters_when_asked_and_keep_their_numbers():
     engine = ocokit.engine
     small, T, S = TimeVaryingRegression(), 40, 3
-    large = ocokit.problems.CustomProblem(
-        domain=ocokit.sets.Box(0.0, 1.0, dim=engine.SMALL_DECISION + 1),
-        loss=lambda d, x: jnp.sum((x - d) ** 2),
-        data=jnp.zeros((1, engine.SMALL_DECISION + 1)),
-    )
+    large = _large_game()
     assert engine.short_sweeps() == 0  # the library's default: every sweep with its game's options
     assert engine._sweep_options(small, 1) == engine._game_options(small)
     with pytest.raises(ValueError, match="rounds must be an integer >= 0, got -1"):
         engine.compile_short_sweeps(-1)
     learner = ocokit.algorithms.COLDQ.from_theory(ocokit.algorithms.ProblemInfo.of(small, T))
-    try:
-        engine.compile_short_sweeps(T * S)
-        assert engine._sweep_options(large, 1) == ()  # a large game keeps XLA's defaults, however short
-        assert engine._sweep_options(small, T * S + 1) == engine._game_options(small)
-        if not engine._cpu_knows(tuple((dict(engine._SMALL_GAME) | engine._SHORT_SWEEP).items())):
-            pytest.skip("this backend's XLA lacks one of these options")
-        assert dict(engine._sweep_options(small, T * S)) == dict(engine._SMALL_GAME) | engine._SHORT_SWEEP
-        with count_compiles("_sweep_chunk") as counted:
-            short = ocokit.sweep(learner, small, T, S)  # T S rounds in all: compiled cheaply
-            engine.compile_short_sweeps(T * S - 1)
-            default = ocokit.sweep(learner, small, T, S)  # the same sweep, now too long for it
-    finally:
-        engine.compile_short_sweeps(0)
+    engine.compile_short_sweeps(T * S)  # reset after the test (conftest's _library_compile_options)
+    assert engine._sweep_options(large, 1) == ()  # a large game keeps XLA's defaults, however short
+    assert engine._sweep_options(small, T * S + 1) == engine._game_options(small)
+    if not engine._cpu_knows(tuple((dict(engine._SMALL_GAME) | engine._SHORT_SWEEP).items())):
+        pytest.skip("this backend's XLA lacks one of these options")
+    assert dict(engine._sweep_options(small, T * S)) == dict(engine._SMALL_GAME) | engine._SHORT_SWEEP
+    with count_compiles("_sweep_chunk") as counted:
+        short = ocokit.sweep(learner, small, T, S)  # T S rounds in all: compiled cheaply
+        engine.compile_short_sweeps(T * S - 1)
+        default = ocokit.sweep(learner, small, T, S)  # the same sweep, now too long for it
     assert counted.count == 2  # two programs: the options are part of what is compiled
     for got, want in zip(jax.tree.leaves(short), jax.tree.leaves(default), strict=True):
         scale = float(jnp.max(jnp.abs(want))) if want.size else 0.0
@@ -467,11 +468,7 @@ def test_short_sweeps_compile_without_fusion_emitters_when_asked_and_keep_their_
 def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_defaults():
     engine = ocokit.engine
     small = ocokit.problems.TimeVaryingRegression()
-    large = ocokit.problems.CustomProblem(
-        domain=ocokit.sets.Box(0.0, 1.0, dim=engine.SMALL_DECISION + 1),
-        loss=lambda d, x: jnp.sum((x - d) ** 2),
-        data=jnp.zeros((1, engine.SMALL_DECISION + 1)),
-    )
+    large = _large_game()
     assert engine._usable({"xla_no_such_option": True}) == ()  # an XLA that lacks an option: its defaults
     assert engine._game_options(large) == ()
     if not engine._cpu_knows(tuple(engine._SMALL_GAME.items())):
