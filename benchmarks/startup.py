@@ -14,9 +14,11 @@ With ``--repeats R`` the three run R times in turn, each round with new cache fo
 the best of its R (all R beside it), and each ratio is of the best times, every round's own ratio beside it (a
 single run of these commands varied by 6-10% between rounds on a 2-core machine).
 
-Then, for ``time-varying-regression``, its five learners swept in a fresh process with their rounds drawn inside each
-learner's scan and drawn up front by one shared program (the engine's default for small rounds: wall and compile
-times, and the largest difference of the numbers), and, in this process, the compile and run times of the
+Then, for ``time-varying-regression``, its five learners swept in a fresh process each way: their rounds drawn
+inside each learner's scan, drawn up front by one shared program (the engine's default for small rounds), and drawn
+up front with short sweeps compiled cheaply as ``ocokit run`` does (``engine.compile_short_sweeps``): wall and
+compile times, the time of the same sweeps called again in that process, and the largest difference of the numbers
+from the library's default; and, in this process, the compile and run times of the
 experiment's comparators' program (what it computes once
 per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
 largest relative difference of their outputs.
@@ -113,21 +115,35 @@ from ocokit import engine, harness
 import ocokit.experiments
 if sys.argv[1] == "scan":
     engine.UPFRONT_BYTES = 0  # every learner's program draws its rounds inside its scan
+if sys.argv[1] == "short":
+    engine.compile_short_sweeps(engine.SHORT_SWEEP_ROUNDS)  # as ocokit run does
 T, S = int(sys.argv[2]), int(sys.argv[3])
 exp = harness.get("time-varying-regression")
 problem = exp.study.make_problem(T, None, exp.parse_options({}))
 info = harness.ProblemInfo.of(problem, T)
-tic, out = time.perf_counter(), {}
-for algo in exp.algorithms:
-    traj = engine.sweep(algo.make(info), problem, T, S, chunk_size=exp.study.chunk_size, comparators=False)
-    out[algo.label] = {"loss": np.asarray(traj.loss), "constraints": np.asarray(traj.constraints)}
+
+
+def sweeps():
+    out = {}
+    for algo in exp.algorithms:
+        traj = engine.sweep(algo.make(info), problem, T, S, chunk_size=exp.study.chunk_size, comparators=False)
+        out[algo.label] = {"loss": np.asarray(traj.loss), "constraints": np.asarray(traj.constraints)}
+    return out
+
+
+tic = time.perf_counter()
+out = sweeps()
 wall = time.perf_counter() - tic
+compiled = seconds.get("/jax/core/compile/backend_compile_duration", 0.0)
+tic = time.perf_counter()
+sweeps()
+again = time.perf_counter() - tic
 np.savez(sys.argv[4], **{f"{a}/{k}": v for a, d in out.items() for k, v in d.items()})
-print(json.dumps({"wall": wall, "compile": seconds.get("/jax/core/compile/backend_compile_duration", 0.0)}))
+print(json.dumps({"wall": wall, "compile": compiled, "again": again}))
 """
-"""Sweep Fig. 1's five learners (``sys.argv``: ``scan`` or ``upfront``, T, seeds, an ``.npz`` for the numbers) in
-this fresh process, as ``ocokit run`` does (chunks of the experiment's size, no comparators); print the wall time
-and the seconds XLA compiled."""
+"""Sweep Fig. 1's five learners (``sys.argv``: ``scan``, ``upfront`` or ``short``, T, seeds, an ``.npz`` for the
+numbers) in this fresh process, as ``ocokit run`` does (chunks of the experiment's size, no comparators), then the
+same sweeps again; print the first wall time, the seconds XLA compiled and the second wall time."""
 
 
 def clean_environment(**extra: str) -> dict[str, str]:
@@ -139,13 +155,15 @@ def clean_environment(**extra: str) -> dict[str, str]:
 
 def learners_compile(T: int, seeds: int) -> None:
     """Fig. 1's five learners swept in a fresh process each way: every learner's program drawing its rounds in its
-    scan (``engine.UPFRONT_BYTES = 0``), and the rounds drawn up front by one program they share (the engine's
-    default for small rounds); the wall times, XLA's compile seconds, and the largest difference of the losses and
-    constraint values relative to their scale."""
+    scan (``engine.UPFRONT_BYTES = 0``), the rounds drawn up front by one program they share (the library's default
+    for small rounds), and that with short sweeps compiled cheaply (``engine.compile_short_sweeps``, as ``ocokit run``
+    does); the wall times, XLA's compile seconds, the sweeps' time when called again, and the largest difference of
+    the losses and constraint values from the library's default, relative to their scale."""
+    ways = {"scan": "in each learner's scan", "upfront": "up front, shared", "short": "up front, short compiles"}
     with tempfile.TemporaryDirectory() as tmp:
         env = clean_environment(PYTHONPATH=str(ROOT / "src"))
         got = {}
-        for way in ("scan", "upfront"):
+        for way in ways:
             npz = Path(tmp) / f"{way}.npz"
             done = subprocess.run(
                 [sys.executable, "-c", _LEARNERS, way, str(T), str(seeds), str(npz)],
@@ -154,14 +172,23 @@ def learners_compile(T: int, seeds: int) -> None:
             if done.returncode != 0:
                 raise SystemExit(f"the learners' sweeps ({way}) failed:\n{done.stderr[-2000:]}")
             got[way] = json.loads(done.stdout.strip().splitlines()[-1]), dict(np.load(npz))
-    (scan, a), (upfront, b) = got["scan"], got["upfront"]
-    diff = max(float(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(a[k])), 1e-300)) for k in a)
+    times, numbers = {w: got[w][0] for w in ways}, {w: got[w][1] for w in ways}
+
+    def diff(way: str) -> float:
+        a, b = numbers["upfront"], numbers[way]
+        return max(float(np.max(np.abs(a[k] - b[k])) / max(np.max(np.abs(a[k])), 1e-300)) for k in a)
+
     print(f"Fig. 1's five learners swept, T = {T}, {seeds} seeds, no comparators, a fresh process each way:")
-    for label, times in (("in each learner's scan", scan), ("up front, shared", upfront)):
-        print(f"    rounds drawn {label + ':':<23} {times['wall']:.2f} s, XLA compiled for {times['compile']:.2f} s")
+    for way, label in ways.items():
+        t = times[way]
+        print(f"    rounds drawn {label + ':':<26} {t['wall']:.2f} s, XLA compiled for {t['compile']:.2f} s, "
+              f"called again {t['again'] * 1e3:.0f} ms; largest difference from up front: {diff(way):.1e}")  # fmt: skip
+    scan, upfront, short = times["scan"], times["upfront"], times["short"]
     print(f"    up front: {scan['wall'] / upfront['wall']:.2f}x faster end to end, "
           f"{scan['compile'] / upfront['compile']:.2f}x less compiling")  # fmt: skip
-    print(f"    largest difference of the losses and constraint values, relative to their scale: {diff:.1e}")
+    print(f"    short compiles: {upfront['wall'] / short['wall']:.2f}x faster end to end, "
+          f"{upfront['compile'] / short['compile']:.2f}x less compiling, "
+          f"{short['again'] / upfront['again']:.2f}x the time called again")  # fmt: skip
 
 
 def comparators_compile(T: int, seeds: int) -> None:
