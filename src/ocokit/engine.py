@@ -398,18 +398,19 @@ _SHORT_SWEEP = {"xla_cpu_use_fusion_emitters": False}
 CLI does): XLA's older loop emitter instead of its MLIR fusion emitters, which compile each fused kernel through
 a pipeline of their own.
 
-A tier, as in a JIT: a program that runs briefly is compiled cheaply. Measured in fresh processes on paper 003's
-Fig. 1 (its five learners swept over 10 seeds of T = 1000, the rounds drawn up front): XLA compiled for 4.07 s
-with its defaults and 2.14-2.22 s with this option, and the five sweeps ran in 240 against 249-317 ms when
-called again. The per-round losses agree bit for bit for four learners and to 2.6e-16 of their scale for the
-fifth. An iterative oracle with a tolerance turns such rounding differences into differences of its own
-tolerance's order: BFW-TVC's and SCBFW-TVC's trajectories on the learner suite's small nuclear-norm game move by
-up to 2.5e-8 relative. Hence off in the library, whose ``sweep`` equals ``run`` run by run to 1e-12 (and
-``run`` and :class:`Session` never use it)."""
+A tier, as in a JIT: a program that runs briefly is compiled cheaply. Measured by ``benchmarks/startup.py`` in
+fresh processes on paper 003's Fig. 1 (its five learners swept over 20 seeds of T = 1000 in chunks of 10, the
+rounds drawn up front; two script runs): XLA compiled for 4.74-5.11 s with its defaults and 2.50-2.88 s with this
+option, and the same sweeps called again took 481-498 against 581-645 ms (within the noise of a 2-core machine).
+The losses and constraint values agree to 6.3e-16 of their scale. An iterative oracle with a tolerance turns
+such rounding differences into differences of its own tolerance's order: BFW-TVC's and SCBFW-TVC's trajectories on
+the learner suite's small nuclear-norm game move by up to 2.5e-8 relative. Hence off in the library, whose
+``sweep`` equals ``run`` run by run to 1e-12 (and ``run`` and :class:`Session` never use it)."""
 
 SHORT_SWEEP_ROUNDS = 2**17
-"""The CLI's bound (:func:`compile_short_sweeps`): compiling a learner's programs without fusion emitters saves
-about 0.3 s, about what 2e5 rounds of one run can lose at their slower pace."""
+"""The CLI's bound (:func:`compile_short_sweeps`): compiling without fusion emitters saves about 0.4 s a program on
+Fig. 1 (2.2-2.4 s for its five learners and their draw), which a sweep of at most 2^17 rounds in all would lose only
+if its rounds ran 3 us slower each."""
 
 _short_sweeps = 0
 
