@@ -138,7 +138,8 @@ def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int
 
 
 class CompileLog(logging.Handler):
-    """Counts the programs named ``name`` that XLA compiles while installed (``jax.log_compiles`` messages).
+    """Counts the programs named ``name`` that XLA compiles while installed (``jax.log_compiles`` messages), and
+    notes the threads that compiled them (``threads``: their identifiers).
 
     Eager helper ops (a key stack, a cast) compile once per process whatever ran before; only the named
     program (an engine function: ``_sweep_chunk``, ``_rounds_impl``) is counted.
@@ -146,10 +147,12 @@ class CompileLog(logging.Handler):
 
     def __init__(self, name: str):
         super().__init__(level=logging.DEBUG)
-        self.prefix, self.count = f"Compiling jit({name}", 0
+        self.prefix, self.count, self.threads = f"Compiling jit({name}", 0, set()
 
     def emit(self, record):
-        self.count += record.getMessage().startswith(self.prefix)
+        if record.getMessage().startswith(self.prefix):
+            self.count += 1
+            self.threads.add(record.thread)  # the thread that compiled it
 
 
 @contextlib.contextmanager

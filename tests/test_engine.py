@@ -1,5 +1,7 @@
 """The engine: run / sweep / stack / Session, common random numbers, non-finite detection, bad input."""
 
+import threading
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -348,6 +350,24 @@ def test_comparators_computed_once_then_attached_equal_the_runs_own():
         np.testing.assert_allclose(attached.optimum_loss[1, s], own.optimum_loss, rtol=1e-12)
     with pytest.raises(ValueError, match="unknown comparator entries"):
         ocokit.with_comparators(bare, {"regret": env["optimum_loss"]})
+
+
+def test_comparators_in_background_equal_comparators_and_compile_only_in_the_caller():
+    problem, seeds = TimeVaryingRegression(dim=3), [4, 5, 6, 7, 8]
+    with count_compiles("_comparators_impl") as counted:
+        futures = ocokit.engine.comparators_in_background(problem, 11, seeds, chunk_size=2)
+        assert counted.count == 1 and counted.threads == {threading.get_ident()}  # compiled before it returned
+        chunks = [future.result() for future in futures]
+        again = [f.result() for f in ocokit.engine.comparators_in_background(problem, 11, seeds, chunk_size=2)]
+    assert counted.count == 1  # the threads ran the program compiled here: nothing else compiled it
+    assert [chunk["optimum_loss"].shape for chunk in chunks] == [(2, 11), (2, 11), (1, 11)]
+    short = ocokit.comparators(problem, 11, seeds, chunk_size=2)
+    for name in ("comparator_loss", "optimum_loss"):
+        assert isinstance(chunks[0][name], np.ndarray)
+        np.testing.assert_array_equal(np.concatenate([chunk[name] for chunk in chunks]), short[name])
+        np.testing.assert_array_equal(np.concatenate([chunk[name] for chunk in again]), short[name])
+    with pytest.raises(ValueError, match="workers"):
+        ocokit.engine.comparators_in_background(problem, 11, seeds, workers=0)
 
 
 def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branches():

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ocokit
-from ocokit import experiments, results
+from ocokit import experiments, harness, results
 from ocokit.algorithms import OGD
 from ocokit.problems import JobScheduling
 
@@ -186,3 +186,41 @@ def test_a_truncated_damaged_or_short_stored_run_is_recomputed_and_replaced(tmp_
         assert {len(c) for c in cols.values()} == {T}
     assert not list(tmp_path.rglob("*.tmp"))
     assert numbers(json.loads((tmp_path / "summary.json").read_text())["algorithms"]) == want
+
+
+class _InOrder(ocokit.executors.Local):
+    """Local, but declared as running its units elsewhere: each unit computes its own seeds' comparators."""
+
+    in_process = False
+
+
+def test_a_comparison_computes_in_threads_the_comparators_of_the_seeds_it_lacks(tmp_path, monkeypatch):
+    exp, T, seeds, started = experiments.get("store-smoke"), 20, 3, []
+    real = harness.comparators_in_background
+
+    def spy(problem, T, seeds, **kwargs):  # the real computation, its seeds noted
+        started.append(list(seeds))
+        return real(problem, T, seeds, **kwargs)
+
+    monkeypatch.setattr(harness, "comparators_in_background", spy)
+    exp.run(T=T, seeds=seeds, out=tmp_path / "threads")
+    assert started == [[0, 1, 2]]  # every seed lacks its runs: all started at once
+    exp.run(T=T, seeds=seeds, out=tmp_path / "units", executor=_InOrder())
+    assert started == [[0, 1, 2]]  # not in process: the units compute their own
+    threads, units = (
+        sorted(p.relative_to(tmp_path / w) for p in results.run_files(tmp_path / w)) for w in ("threads", "units")
+    )
+    assert threads == units and len(threads) == 2 * seeds
+    for name in threads:
+        (a, _), (b, _) = (results.load_records(tmp_path / w / name) for w in ("threads", "units"))
+        assert set(a) == set(b) and "dynamic_regret" in a
+        for column in a:
+            np.testing.assert_array_equal(a[column], b[column])
+    victim = next(p for p in threads if "seed=1" in str(p))
+    (tmp_path / "threads" / victim).unlink()  # one algorithm lacks seed 1: only seed 1's comparators are computed
+    exp.run(T=T, seeds=seeds, out=tmp_path / "threads")
+    assert started == [[0, 1, 2], [1]]
+    again, want = (results.load_records(tmp_path / w / victim)[0] for w in ("threads", "units"))
+    np.testing.assert_array_equal(again["dynamic_regret"], want["dynamic_regret"])
+    exp.run(T=T, seeds=seeds, out=tmp_path / "threads")  # all stored: nothing to compute
+    assert started == [[0, 1, 2], [1]]

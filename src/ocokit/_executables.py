@@ -208,25 +208,41 @@ class Program:
     def __call__(self, *args: Any) -> Any:
         if _folder is None:
             return self.jitted(*args)
+        found = self._find(args)
+        if found is None:
+            return self.jitted(*args)
+        (executable, out_tree), leaves = found
+        return jax.tree.unflatten(out_tree, executable(*leaves))
+
+    def prepare(self, *args: Any) -> None:
+        """Compile the program for arguments of the shapes of ``args`` (or load it), without running it: a call
+        from another thread then only runs it (XLA never compiles in two threads at once this way)."""
+        found = self._find(args) if _folder is not None else None
+        if found is None:
+            self.jitted.lower(*args).compile()  # fills the cache the jitted call looks in
+
+    def _find(self, args: tuple) -> tuple[tuple[Callable, Any], list] | None:
+        """The program's executable for ``args`` (loaded, or compiled and stored) and their array leaves; ``None``
+        when the arguments hold untrusted code (not keyed)."""
         dynamic, static = eqx.partition(args, eqx.is_array)
         leaves, treedef = jax.tree.flatten(dynamic)
         key = program_key(self.fn, self.options, static, treedef, leaves)
         if key is None:
             _count("untrusted")
-            return self.jitted(*args)
+            return None
         if key not in _used:
             _used.append(key)
-        if key not in _loaded:
+        entry = _loaded.get(key)
+        if entry is None:
             while len(_loaded) >= _MAX_LOADED:
-                _loaded.pop(next(iter(_loaded)))
+                _loaded.pop(next(iter(_loaded)), None)
             future = _prefetched.pop(key, None)
             entry = future.result() if future is not None else None
             if entry is not None:
                 _count("prefetched")
             entry = entry or _load(_folder, key) or _compile_and_store(_folder, key, self, static, treedef, leaves)
             _loaded[key] = entry
-        executable, out_tree = _loaded[key]
-        return jax.tree.unflatten(out_tree, executable(*leaves))
+        return entry, leaves
 
 
 def program_key(fn: Callable, options: tuple, static: Any, treedef: Any, leaves: list) -> str | None:

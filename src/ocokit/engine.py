@@ -15,6 +15,7 @@ on the same game shares (:data:`UPFRONT_BYTES`), again with the same numbers.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import math
 from collections.abc import Sequence
@@ -500,6 +501,8 @@ def comparators(
     with :func:`with_comparators`. An experiment comparing several learners on costly comparators (a QP
     per round) saves all but one of those solves.
 
+    :func:`comparators_in_background` computes the same numbers in threads while the caller goes on.
+
     Returns:
         ``{"comparator_loss": (S, T), "optimum_loss": (S, T)}``, each present only if the problem defines
         that comparator (``best_fixed``, ``round_optimum``).
@@ -518,6 +521,51 @@ def comparators(
     _check_memory("comparators", problem, T, S, min(chunk_size, S), False, True)
     keys = _as_keys(keys)
     return _in_chunks(lambda chunk: _comparators_chunk(problem, T, chunk), keys, min(chunk_size, S))
+
+
+def comparators_in_background(
+    problem: AbstractProblem,
+    T: int,
+    keys: PRNGKeyArray | Sequence[int] | int,
+    *,
+    chunk_size: int = 64,
+    workers: int = 2,
+) -> list[concurrent.futures.Future]:
+    """:func:`comparators` computed in ``workers`` threads while the caller goes on (playing learners, say).
+
+    The keys are cut into chunks of ``chunk_size`` consecutive keys (the last padded by wrapping around, as
+    :func:`comparators` does); each chunk is one future, resolving to ``{name: (n, T)}`` NumPy arrays for its
+    ``n`` keys, with the numbers :func:`comparators` gives. The chunks' program is compiled (or loaded) in the
+    calling thread before this returns, so the threads only run it: XLA never compiles in two threads at once.
+    Their arithmetic runs outside Python's lock, on the cores the caller leaves idle (a per-round QP solved by
+    interior point runs on one core). An exception raised in a thread is raised by its future's ``result()``.
+
+    Example:
+        >>> import ocokit
+        >>> from ocokit.engine import comparators_in_background
+        >>> problem = ocokit.problems.TimeVaryingRegression()
+        >>> futures = comparators_in_background(problem, 20, 5, chunk_size=2)
+        >>> [future.result()["optimum_loss"].shape for future in futures]
+        [(2, 20), (2, 20), (1, 20)]
+    """
+    T = _checks.integer("T", T, 1, _MAX_T)
+    _checks.positive_int("chunk_size", chunk_size)
+    _checks.positive_int("workers", workers)
+    S = _count_keys(keys)
+    size = min(chunk_size, S)
+    _check_memory("comparators", problem, T, S, min(size * workers, S), False, True)
+    host = np.asarray(_as_keys(keys))
+    chunks = [jnp.asarray(host[np.arange(start, start + size) % S]) for start in range(0, S, size)]
+    program = _compiled(_comparators_impl, _usable(_QUICK_COMPILE))
+    program.prepare(problem, T, chunks[0])
+
+    def run(chunk: Array, keep: int) -> dict[str, np.ndarray]:
+        return {name: np.asarray(values)[:keep] for name, values in program(problem, T, chunk).items()}
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocokit-comparators")
+    futures = [pool.submit(run, chunk, min(size, S - i * size)) for i, chunk in enumerate(chunks)]
+    pool.shutdown(wait=False)  # the threads end with their last chunk
+    return futures
 
 
 def with_comparators(traj: Trajectory, env: dict[str, Array]) -> Trajectory:

@@ -26,7 +26,7 @@ import importlib.util
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 RAY_MISSING = 'the Ray executor needs the ray extra: pip install "ocokit[ray]"'
 """The one-line message raised when :class:`Ray` is constructed without Ray installed."""
@@ -81,6 +81,10 @@ class AbstractExecutor(abc.ABC):
     def workers(self) -> int:
         """How many units run at once (1 for :class:`Local`; the cluster's slots for :class:`Ray`)."""
 
+    in_process: ClassVar[bool] = False
+    """Whether the units run in this process, one after another (:class:`Local`): work the driver starts in a
+    thread (the comparators of a comparison, :class:`ocokit.harness.Comparison`) then runs beside them."""
+
     def describe(self) -> str:
         """One line for the progress display, e.g. ``ray (8 workers)``."""
         return f"{type(self).__name__.lower()} ({self.workers} worker{'s' if self.workers != 1 else ''})"
@@ -96,6 +100,8 @@ class Local(AbstractExecutor):
         >>> list(Local().map(lambda u: u * u, [1, 2, 3]))
         [(1, 1), (2, 4), (3, 9)]
     """
+
+    in_process: ClassVar[bool] = True
 
     def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         """Yield ``(unit, fn(unit))`` in the order of ``units`` (which is also their completion order)."""

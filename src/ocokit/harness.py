@@ -17,6 +17,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import Trajectory, comparators, split_key, sweep, with_comparators
+from ocokit.engine import Trajectory, comparators, comparators_in_background, split_key, sweep, with_comparators
 from ocokit.executors import AbstractExecutor, Local
 from ocokit.plotting import band_figure
 from ocokit.results import (
@@ -204,6 +205,10 @@ class Context:
     new: int = 0
     skipped: int = 0
 
+    def path(self, label: str, config: Mapping[str, Any]) -> Path:
+        """Where the run of ``config`` under ``label`` is stored, or will be (:func:`ocokit.results.run_path`)."""
+        return run_path(self.out, self.experiment.name, label, config, reuse_across_versions=self.reuse_across_versions)
+
     def cells(
         self,
         label: str,
@@ -221,8 +226,8 @@ class Context:
         A run computed now is returned as its file reads back (what :func:`save_records` returns), without
         reading the file.
         """
-        name, reuse = self.experiment.name, self.reuse_across_versions
-        paths = {k: run_path(self.out, name, label, c, reuse_across_versions=reuse) for k, c in configs.items()}
+        name = self.experiment.name
+        paths = {k: self.path(label, c) for k, c in configs.items()}
         stored: dict[Any, Records] = {}
         missing, corrupt = [], {}
         for k, p in paths.items():
@@ -431,6 +436,11 @@ ALGORITHMS = Option("algorithms", list, None, "comma-separated labels to run (de
 class Comparison:
     """The algorithms x seeds study: every algorithm on ``make_problem(T, data_dir, options)``, S seeds.
 
+    Each seed's comparators are computed once for all the algorithms. On an executor that runs the units in this
+    process (:attr:`ocokit.executors.AbstractExecutor.in_process`), those of every seed some algorithm lacks start
+    in threads before the first learner plays (:func:`ocokit.engine.comparators_in_background`), on the core the
+    plays leave idle; elsewhere (Ray) each unit computes its own seeds'.
+
     Args:
         make_problem: the problem, from the horizon, the data folder and the parsed options.
         panels: metrics of :data:`ocokit.metrics.ROUND_METRICS` drawn, one panel each; ``logy``: log axes.
@@ -456,40 +466,81 @@ class Comparison:
         T, problem = ctx.T, self.make_problem(ctx.T, ctx.data_dir, ctx.options)
         info = ProblemInfo.of(problem, T)
         algos = self.make_algorithms(ctx, problem) if self.make_algorithms else exp.algorithms
-        env: dict[int, dict[str, Any]] = {}  # each seed's comparators, shared by the algorithms
+        plan = [(algo, algo.make(info)) for algo in select(algos, ctx.options.get("algorithms")) if algo.make]
+        configs = {algo.label: {s: {"algorithm": algo.label, "learner": learner, "problem": problem,
+                                    "options": ctx.raw, "T": T, "seed": s} for s in range(ctx.seeds)}
+                   for algo, learner in plan}  # fmt: skip
+        env = _SeedComparators(problem, T, self.chunk_size)  # each seed's comparators, shared by the algorithms
+        if ctx.compute and ctx.executor.in_process:  # computed in threads while the learners play
+            missing = {s for label, cs in configs.items() for s, c in cs.items() if not ctx.path(label, c).exists()}
+            env.start(sorted(missing))
         curves: dict[str, dict[str, np.ndarray]] = {}
         summary: Summary = {}
-        for algo in select(algos, ctx.options.get("algorithms")):
-            if algo.make is None:
-                continue
-            learner = algo.make(info)
-            base = {"algorithm": algo.label, "learner": learner, "problem": problem, "options": ctx.raw, "T": T}
+        try:
+            for algo, learner in plan:
 
-            def compute(missing, learner=learner):
-                traj, seconds = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
-                traj = with_comparators(traj, self._comparators(problem, T, missing, env))
-                per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
-                return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
-                        for i, s in enumerate(missing)}  # fmt: skip
+                def compute(missing, learner=learner):
+                    traj, seconds = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
+                    traj = with_comparators(traj, env(missing))
+                    per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
+                    return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
+                            for i, s in enumerate(missing)}  # fmt: skip
 
-            configs = {s: {**base, "seed": s} for s in range(ctx.seeds)}
-            records = list(ctx.cells(algo.label, configs, compute, unit=self.chunk_size).values())
-            names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
-            curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
-            summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
-            seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
-            summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
+                records = list(ctx.cells(algo.label, configs[algo.label], compute, unit=self.chunk_size).values())
+                names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
+                curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
+                summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
+                seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
+                summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
+        finally:
+            env.cancel()  # an error: the seeds not started yet are not computed
         title = f"{exp.title} ({exp.paper}, T = {T})"
         figure = Figure(curves, panels=self.panels, kwargs={"title": title, "logy": self.logy})
         return Outcome(summary, [figure], {"problem": self.describe(problem)})
 
-    def _comparators(self, problem, T: int, seeds: list[int], cache: dict[int, dict[str, Any]]):
-        todo = [s for s in seeds if s not in cache]
+
+class _SeedComparators:
+    """Each seed's comparator losses (:func:`ocokit.engine.comparators`), computed once for all the algorithms
+    of a :class:`Comparison` and kept on the host.
+
+    :meth:`start` computes the given seeds' in threads (:func:`ocokit.engine.comparators_in_background`) while
+    the caller plays the learners, on the cores the learners leave idle; calling it for seeds gives their values,
+    waiting for a started seed or computing one never started. A copy sent to another process (a Ray unit) carries
+    the values already known, not the threads."""
+
+    def __init__(self, problem: Any, T: int, chunk_size: int):
+        self.problem, self.T, self.chunk_size = problem, T, chunk_size
+        self.values: dict[int, dict[str, np.ndarray]] = {}
+        self.pending: dict[int, tuple[Future, int]] = {}  # seed -> (its chunk's future, its row in the chunk)
+
+    def start(self, seeds: Sequence[int]) -> None:
+        """Start computing ``seeds``' comparators in threads (none when ``seeds`` is empty)."""
+        if seeds:
+            futures = comparators_in_background(self.problem, self.T, list(seeds), chunk_size=self.chunk_size)
+            size = min(self.chunk_size, len(seeds))
+            self.pending.update({s: (futures[i // size], i % size) for i, s in enumerate(seeds)})
+
+    def __call__(self, seeds: Sequence[int]) -> dict[str, np.ndarray]:
+        """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order."""
+        for s in seeds:
+            if s in self.pending:
+                future, row = self.pending.pop(s)
+                self.values[s] = {k: v[row] for k, v in future.result().items()}
+        todo = [s for s in seeds if s not in self.values]
         if todo:
-            fresh = comparators(problem, T, todo, chunk_size=self.chunk_size)
+            fresh = comparators(self.problem, self.T, todo, chunk_size=self.chunk_size)
             fresh = {k: np.asarray(v) for k, v in fresh.items()}  # host arrays: no small programs to compile
-            cache.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
-        return {k: np.stack([cache[s][k] for s in seeds]) for k in cache[seeds[0]]}
+            self.values.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
+        return {k: np.stack([self.values[s][k] for s in seeds]) for k in self.values[seeds[0]]}
+
+    def cancel(self) -> None:
+        """Drop the started seeds whose computation has not begun (a running chunk ends on its own)."""
+        for future, _ in self.pending.values():
+            future.cancel()
+        self.pending.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "pending": {}}
 
 
 _REGISTRY: dict[str, Experiment] = {}
