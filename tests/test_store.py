@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -224,3 +225,16 @@ def test_a_comparison_computes_in_threads_the_comparators_of_the_seeds_it_lacks(
     np.testing.assert_array_equal(again["dynamic_regret"], want["dynamic_regret"])
     exp.run(T=T, seeds=seeds, out=tmp_path / "threads")  # all stored: nothing to compute
     assert started == [[0, 1, 2], [1]]
+
+
+def test_seed_comparators_sent_to_another_process_carry_their_values_not_their_threads():
+    problem = ocokit.problems.TimeVaryingRegression(dim=3)
+    env = harness._SeedComparators(problem, 9, chunk_size=2)
+    env.start([0, 1, 2])
+    first = env([0])  # waits for seed 0's chunk; seeds 1 and 2 stay started
+    copy = pickle.loads(pickle.dumps(env))  # what Ray does with a unit's function
+    assert set(copy.values) == {0} and not copy.pending  # the started seeds 1 and 2 are not sent
+    want = ocokit.comparators(problem, 9, [0, 1, 2], chunk_size=2)
+    for k, v in copy([2, 0]).items():  # seed 2 computed by the copy itself, in a chunk of its own
+        np.testing.assert_allclose(v, np.asarray(want[k])[[2, 0]], rtol=1e-12)
+    np.testing.assert_array_equal(first["optimum_loss"][0], env([2, 1, 0])["optimum_loss"][2])
