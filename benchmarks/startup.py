@@ -21,7 +21,9 @@ compile times, the time of the same sweeps called again in that process, and the
 from the library's default; and, in this process, the compile and run times of the
 experiment's comparators' program (what it computes once
 per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
-largest relative difference of their outputs.
+largest relative difference of their outputs; and, in this process, the experiment's comparison run by the
+harness with its programs compiled, its comparators computed in threads while the learners play (an in-process
+executor's way) against computed in each unit (a Ray unit's way), interleaved, with whether the summaries agree.
 
 It prints the three wall times (compilation included: each process starts cold) and the ratios asked for by
 issue 14: old / first (target >= 2x) and first / second (target >= 3x). Beside each wall time, where it went:
@@ -218,6 +220,40 @@ def comparators_compile(T: int, seeds: int) -> None:
     print(f"    largest relative difference of the comparator losses: {diff:.1e}")
 
 
+def comparators_overlap(T: int, seeds: int, repeats: int) -> None:
+    """Fig. 1's comparison run by the harness in this process, its programs compiled by a first run, into new
+    folders: the comparators computed in threads while the learners play (what an in-process executor does) against
+    computed in each unit after its learner plays (what a Ray unit does), interleaved, best of ``repeats`` each."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import ocokit.experiments  # noqa: F401  (registers the experiments)
+    from ocokit import executors, harness
+
+    class InUnits(executors.Local):
+        in_process = False
+
+    exp, walls = harness.get("time-varying-regression"), {"threads": [], "units": []}
+    executor = {"threads": executors.Local(), "units": InUnits()}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in walls:  # compiles every program both ways use
+            exp.run(T=T, seeds=seeds, out=Path(tmp) / f"warm-{name}", executor=executor[name])
+        for r in range(repeats):
+            for name in walls:
+                tic = time.perf_counter()
+                exp.run(T=T, seeds=seeds, out=Path(tmp) / f"{name}-{r}", executor=executor[name])
+                walls[name].append(time.perf_counter() - tic)
+        same = json.loads((Path(tmp) / "threads-0" / "summary.json").read_text())["algorithms"]
+        other = json.loads((Path(tmp) / "units-0" / "summary.json").read_text())["algorithms"]
+        for stats in (*same.values(), *other.values()):
+            stats.pop("wall_seconds_per_round")
+    best = {name: min(w) for name, w in walls.items()}
+    print(f"Fig. 1's comparison in this process (T = {T}, {seeds} seeds), programs compiled, new folders:")
+    for name, label in (("threads", "comparators in threads while the learners play"), ("units", "in each unit")):
+        print(f"    {label}: {best[name]:.2f} s (best of {repeats}: {', '.join(f'{w:.2f}' for w in walls[name])} s)")
+    print(f"    {best['units'] / best['threads']:.2f}x faster; the same summary: {same == other}")
+
+
 def invocations(command: list[str], base: dict[str, str], tmp: Path) -> tuple[dict[str, float], dict[str, Any]]:
     """One round of the three commands (old, first, second) with fresh cache folders under ``tmp``: their wall
     times and phases (no ``"old"`` when :data:`OLD` is not in git)."""
@@ -281,6 +317,7 @@ def main() -> None:
     if args.experiment == "time-varying-regression":
         learners_compile(args.T or 1000, args.seeds or 20)
         comparators_compile(args.T or 1000, args.seeds or 20)
+        comparators_overlap(args.T or 1000, args.seeds or 20, max(args.repeats, 3))
 
 
 if __name__ == "__main__":
