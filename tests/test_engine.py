@@ -448,6 +448,27 @@ def test_memory_estimate_is_remembered_per_problem_structure(monkeypatch):
     assert counts[2] > counts[1]  # other shapes: estimated anew
 
 
+def test_a_footprint_with_comparators_serves_the_sweeps_after_it_without_tracing(monkeypatch):
+    # An experiment starts its comparators (footprint with them) before its learners' sweeps (footprint without).
+    traced = []
+    eval_shape = jax.eval_shape
+    monkeypatch.setattr(jax, "eval_shape", lambda *a, **k: traced.append(1) or eval_shape(*a, **k))
+    monkeypatch.setattr(ocokit.engine, "_FOOTPRINTS", {})
+    footprint = ocokit.engine._footprint
+    with_env = footprint(TimeVaryingRegression(dim=3), 9, True)
+    first = len(traced)
+    assert first > 0 and with_env[2] is True and with_env[1] > 0
+    assert footprint(TimeVaryingRegression(dim=3), 9, False) == (*with_env[:2], False)
+    assert len(traced) == first  # remembered
+    without = footprint(TimeVaryingRegression(dim=4), 9, False)  # the other order: the comparators traced when asked
+    second = len(traced)
+    assert without[2] is False and second > first
+    assert footprint(TimeVaryingRegression(dim=4), 9, True) == (*without[:2], True)
+    third = len(traced)
+    assert third > second
+    assert footprint(TimeVaryingRegression(dim=4), 9, True) == (*without[:2], True) and len(traced) == third
+
+
 def _weighted_distance(data, x):
     return data["weight"] * jnp.sum((x - data["target"]) ** 2)
 

@@ -123,7 +123,7 @@ def _check_memory(
     _checks.fits_in_memory(f"{what} of {runs} run(s) x T = {T} rounds", nbytes, reduce)
 
 
-_FOOTPRINTS: dict[Any, tuple[int, int, bool]] = {}
+_FOOTPRINTS: dict[Any, tuple[int, int, bool | None]] = {}
 
 
 def _footprint(problem: AbstractProblem, T: int, env: bool) -> tuple[int, int, bool]:
@@ -131,34 +131,49 @@ def _footprint(problem: AbstractProblem, T: int, env: bool) -> tuple[int, int, b
     its comparators hold every round's data (``best_fixed`` or ``round_optimum`` defined; ``False`` without
     ``env``). A problem whose episode or rounds cannot be traced abstractly (host code) counts 0 bytes.
 
-    ``jax.eval_shape`` traces the episode and the round (milliseconds), so the result is remembered per
-    problem structure (its pytree structure with the static fields, and its leaves' shapes, not the numbers),
-    T and ``env``.
+    ``jax.eval_shape`` traces the episode and the round (milliseconds; with ``env``, the comparators too: tens of
+    milliseconds for an interior-point QP), so the result is remembered per problem structure (its pytree structure
+    with the static fields, and its leaves' shapes, not the numbers) and T, the comparators' part once asked for: an
+    experiment that starts its comparators first traces nothing for its learners' sweeps.
     """
     leaves, structure = jax.tree.flatten(problem)  # the structure holds the static fields; dicts of arrays hash
     shapes = tuple((np.shape(a), str(getattr(a, "dtype", type(a).__name__))) for a in leaves)
-    cache_key = (structure, shapes, T, env, jax.config.jax_enable_x64)
+    cache_key = (structure, shapes, T, jax.config.jax_enable_x64)
     try:
-        return _FOOTPRINTS[cache_key]
+        found = _FOOTPRINTS.get(cache_key)
     except TypeError:  # a structure that cannot be hashed (a dict-valued static field): not remembered
-        cache_key = None
-    except KeyError:
-        pass
+        cache_key, found = None, None
+    if found is None or (env and found[2] is None):
+        found = _trace_footprint(problem, T, env, found)
+        if cache_key is not None:
+            if len(_FOOTPRINTS) >= 256:
+                _FOOTPRINTS.clear()
+            _FOOTPRINTS[cache_key] = found
+    episode, data, held = found
+    return episode, data, bool(env and held)
+
+
+def _trace_footprint(
+    problem: AbstractProblem, T: int, env: bool, known: tuple[int, int, bool | None] | None
+) -> tuple[int, int, bool | None]:
+    """:func:`_footprint`'s values, traced (``known``: the bytes already traced, without the comparators);
+    whether the comparators hold every round's data is ``None`` when not asked for (``env`` false)."""
     key, t = jax.random.PRNGKey(0), jax.ShapeDtypeStruct((), jnp.int32)
     try:
         episode = jax.eval_shape(lambda k: problem.episode(k, T), key)
-        data, held = _nbytes(jax.eval_shape(lambda ep, t: problem.round_data(ep, key, t), episode, t)), False
-        if env:  # only problems that define a comparator hold rounds' data for it
-            optimum = jax.eval_shape(lambda ep, t: problem.round_optimum(problem.round_data(ep, key, t)), episode, t)
-            held = optimum is not None or jax.eval_shape(lambda ep: problem.best_fixed(ep, key, T), episode) is not None
+        if known is None:
+            known = (
+                _nbytes(episode),
+                _nbytes(jax.eval_shape(lambda ep, t: problem.round_data(ep, key, t), episode, t)),
+            )
+        if not env:
+            return known[0], known[1], None
+        # only problems that define a comparator hold rounds' data for it
+        optimum = jax.eval_shape(lambda ep, t: problem.round_optimum(problem.round_data(ep, key, t)), episode, t)
+        held = optimum is not None or jax.eval_shape(lambda ep: problem.best_fixed(ep, key, T), episode) is not None
+        return known[0], known[1], held
     except Exception:  # a problem whose episode cannot be traced abstractly (host code): estimated without it
-        episode, data, held = None, 0, False
-    found = (_nbytes(episode), data, held)
-    if cache_key is not None:
-        if len(_FOOTPRINTS) >= 256:
-            _FOOTPRINTS.clear()
-        _FOOTPRINTS[cache_key] = found
-    return found
+        return 0, 0, False
 
 
 def _as_key(key: Any) -> PRNGKeyArray:
