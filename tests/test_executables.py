@@ -163,6 +163,9 @@ import jax, numpy as np
 jax.config.update("jax_enable_x64", True)
 import ocokit
 from ocokit import _executables
+if sys.argv[3:] == ["jax-stores-them-too"]:  # as ocokit did before its programs stayed out of JAX's cache
+    import contextlib, types
+    _executables._jax_config = types.SimpleNamespace(persistent_cache_min_compile_time_secs=contextlib.nullcontext)
 _executables.use(sys.argv[1])
 problem = ocokit.problems.TimeVaryingRegression()
 traj = ocokit.sweep(ocokit.algorithms.OGD(eta=0.01), problem, 30, 2, comparators=False)
@@ -172,36 +175,42 @@ print(json.dumps(dict(_executables.counts)))
 """
 
 
-def _process(folder, out, jax_cache=None) -> dict[str, int]:
+def _process(folder, out, jax_cache=None, *args: str) -> dict[str, int]:
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     if jax_cache is not None:  # JAX's own cache too, as the CLI has it, every program stored
         env |= {"JAX_COMPILATION_CACHE_DIR": str(jax_cache), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
     done = subprocess.run(
-        [sys.executable, "-c", _PROCESS, str(folder), str(out)], env=env, capture_output=True, text=True
+        [sys.executable, "-c", _PROCESS, str(folder), str(out), *args], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_a_second_process_loads_every_program_and_computes_the_same_numbers(tmp_path):
-    """Across processes, beside JAX's own cache: also when this folder was emptied and JAX's was not (a program
-    JAX's cache loaded cannot be serialized again, so it is compiled afresh under a one-off name)."""
+    """Across processes, beside JAX's own cache, which does not get a second copy of the programs stored here;
+    also when this folder was emptied and JAX's holds them (written by an older ocokit: a program JAX's cache
+    loaded cannot be serialized again, so it is compiled afresh under a one-off name)."""
     folder, jax_cache = tmp_path / "programs", tmp_path / "jax"
     first = _process(folder, tmp_path / "1.npz", jax_cache)
     assert first == {"compiled": 3, "stored": 3}  # the sweep's draw and play, the comparators
+    assert jax_cache.is_dir() and not list(jax_cache.glob("jit_ocokit_*"))  # stored here only
     second = _process(folder, tmp_path / "2.npz", jax_cache)
     assert second == {"loaded": 3}
     for path in folder.glob("*.xla"):
         path.unlink()
-    third = _process(folder, tmp_path / "3.npz", jax_cache)
-    assert third["stored"] == 3 and third["compiled"] == 6  # JAX's cache served all three: each compiled again
+    third = _process(folder, tmp_path / "3.npz", jax_cache, "jax-stores-them-too")
+    assert third == {"compiled": 3, "stored": 3} and len(list(jax_cache.glob("jit_ocokit_*-cache"))) == 3
+    for path in folder.glob("*.xla"):
+        path.unlink()
     fourth = _process(folder, tmp_path / "4.npz", jax_cache)
-    assert fourth == {"loaded": 3}
+    assert fourth["stored"] == 3 and fourth["compiled"] == 6  # JAX's cache served all three: each compiled again
+    fifth = _process(folder, tmp_path / "5.npz", jax_cache)
+    assert fifth == {"loaded": 3}
     problem = ocokit.problems.TimeVaryingRegression()
     traj = _reference(ocokit.sweep, ocokit.algorithms.OGD(eta=0.01), problem, T, SEEDS, comparators=False)
     env = _reference(ocokit.comparators, problem, T, SEEDS)
     expected = {"loss": traj.loss, "constraints": traj.constraints, "optimum": env["optimum_loss"]}
-    for run in "1234":
+    for run in "12345":
         got = np.load(tmp_path / f"{run}.npz")
         for name, value in expected.items():
             np.testing.assert_array_equal(got[name], np.asarray(value), err_msg=f"process {run}: {name}")
