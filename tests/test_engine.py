@@ -366,6 +366,10 @@ def test_comparators_in_background_equal_comparators_and_compile_only_in_the_cal
         assert isinstance(chunks[0][name], np.ndarray)
         np.testing.assert_array_equal(np.concatenate([chunk[name] for chunk in chunks]), short[name])
         np.testing.assert_array_equal(np.concatenate([chunk[name] for chunk in again]), short[name])
+    typed = jax.random.split(jax.random.key(3), 3)  # typed keys, as comparators takes them
+    got = [f.result() for f in ocokit.engine.comparators_in_background(problem, 11, typed, chunk_size=2)]
+    want = ocokit.comparators(problem, 11, typed, chunk_size=2)
+    np.testing.assert_array_equal(np.concatenate([g["optimum_loss"] for g in got]), want["optimum_loss"])
     with pytest.raises(ValueError, match="workers"):
         ocokit.engine.comparators_in_background(problem, 11, seeds, workers=0)
 

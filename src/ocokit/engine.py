@@ -569,8 +569,8 @@ def comparators_in_background(
     S = _count_keys(keys)
     size = min(chunk_size, S)
     _check_memory("comparators", problem, T, S, min(size * workers, S), False, True)
-    host = np.asarray(_as_keys(keys))
-    chunks = [jnp.asarray(host[np.arange(start, start + size) % S]) for start in range(0, S, size)]
+    keys = _as_keys(keys)  # each chunk gathered here (a gather compiles): the threads only run the program
+    chunks = [keys if size == S else keys[np.arange(start, start + size) % S] for start in range(0, S, size)]
     program = _compiled(_comparators_impl, _usable(_QUICK_COMPILE))
     program.prepare(problem, T, chunks[0])
 
