@@ -494,15 +494,20 @@ def _comparators_chunk(problem, T, keys):
     return _compiled(_comparators_impl, _usable(_QUICK_COMPILE))(problem, T, keys)
 
 
-def _in_chunks(fn, keys: PRNGKeyArray, size: int):
-    """``fn`` on the keys in chunks of ``size`` (the last padded by wrapping around), its outputs concatenated
-    over the keys and trimmed to their number (every chunk has one shape: one compiled program)."""
+def _key_chunks(keys: PRNGKeyArray, size: int) -> list[tuple[PRNGKeyArray, int]]:
+    """The keys in chunks of ``size`` consecutive keys, the last padded by wrapping around (every chunk has one
+    shape: one compiled program), each with how many of its keys are real."""
     S = keys.shape[0]
-    pieces = []
-    for start in range(0, S, size):
-        chunk = keys if size == S else keys[np.arange(start, start + size) % S]  # one chunk: no gather to compile
-        keep = min(size, S - start)
-        pieces.append(jax.tree.map(lambda a, k=keep: a[:k], fn(chunk)))
+    return [
+        (keys if size == S else keys[np.arange(start, start + size) % S], min(size, S - start))  # one chunk: no gather
+        for start in range(0, S, size)
+    ]
+
+
+def _in_chunks(fn, keys: PRNGKeyArray, size: int):
+    """``fn`` on the keys in chunks of ``size`` (:func:`_key_chunks`), its outputs concatenated over the keys and
+    trimmed to their number."""
+    pieces = [jax.tree.map(lambda a, k=keep: a[:k], fn(chunk)) for chunk, keep in _key_chunks(keys, size)]
     return jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
 
 
@@ -569,16 +574,15 @@ def comparators_in_background(
     S = _count_keys(keys)
     size = min(chunk_size, S)
     _check_memory("comparators", problem, T, S, min(size * workers, S), False, True)
-    keys = _as_keys(keys)  # each chunk gathered here (a gather compiles): the threads only run the program
-    chunks = [keys if size == S else keys[np.arange(start, start + size) % S] for start in range(0, S, size)]
+    chunks = _key_chunks(_as_keys(keys), size)  # gathered here (a gather compiles): the threads only run the program
     program = _compiled(_comparators_impl, _usable(_QUICK_COMPILE))
-    program.prepare(problem, T, chunks[0])
+    program.prepare(problem, T, chunks[0][0])
 
     def run(chunk: Array, keep: int) -> dict[str, np.ndarray]:
         return {name: np.asarray(values)[:keep] for name, values in program(problem, T, chunk).items()}
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocokit-comparators")
-    futures = [pool.submit(run, chunk, min(size, S - i * size)) for i, chunk in enumerate(chunks)]
+    futures = [pool.submit(run, chunk, keep) for chunk, keep in chunks]
     pool.shutdown(wait=False)  # the threads end with their last chunk
     return futures
 

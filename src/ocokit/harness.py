@@ -517,8 +517,8 @@ class _SeedComparators:
         """Start computing ``seeds``' comparators in threads (none when ``seeds`` is empty)."""
         if seeds:
             futures = comparators_in_background(self.problem, self.T, list(seeds), chunk_size=self.chunk_size)
-            size = min(self.chunk_size, len(seeds))
-            self.pending.update({s: (futures[i // size], i % size) for i, s in enumerate(seeds)})
+            n = self.chunk_size  # one future per chunk of n consecutive seeds
+            self.pending.update({s: (futures[i // n], i % n) for i, s in enumerate(seeds)})
 
     def __call__(self, seeds: Sequence[int]) -> dict[str, np.ndarray]:
         """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order."""
