@@ -7,6 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms import OGD
@@ -372,6 +374,34 @@ def test_comparators_in_background_equal_comparators_and_compile_only_in_the_cal
     np.testing.assert_array_equal(np.concatenate([g["optimum_loss"] for g in got]), want["optimum_loss"])
     with pytest.raises(ValueError, match="workers"):
         ocokit.engine.comparators_in_background(problem, 11, seeds, workers=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=5))
+def test_seeds_become_the_keys_jax_gives_bit_for_bit_without_running_jax(seeds):
+    expected = np.stack([np.asarray(jax.random.PRNGKey(s)) for s in seeds])
+    host = ocokit.engine._as_keys(seeds)
+    assert isinstance(host, np.ndarray) and host.dtype == np.uint32  # computed by NumPy: nothing compiled
+    np.testing.assert_array_equal(host, expected)
+    np.testing.assert_array_equal(ocokit.engine._as_key(seeds[0]), expected[0])
+
+
+def test_seeds_are_left_to_jax_where_its_seeding_differs():
+    names = ("jax_random_seed_offset", "jax_default_prng_impl", "jax_enable_x64")
+    saved = {name: getattr(jax.config, name) for name in names}
+    try:
+        jax.config.update("jax_random_seed_offset", 1)
+        assert ocokit.engine._host_keys([3]) is None
+        np.testing.assert_array_equal(ocokit.engine._as_keys([3])[0], jax.random.PRNGKey(3))
+        jax.config.update("jax_random_seed_offset", 0)
+        jax.config.update("jax_default_prng_impl", "rbg")  # another generator: its keys have another shape
+        assert ocokit.engine._host_keys([3]) is None and ocokit.engine._as_keys(2).shape == (2, 4)
+        jax.config.update("jax_default_prng_impl", "threefry2x32")
+        jax.config.update("jax_enable_x64", False)  # 32-bit mode: JAX truncates the seed first
+        assert ocokit.engine._host_keys([3]) is None
+    finally:
+        for name, value in saved.items():
+            jax.config.update(name, value)
 
 
 def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branches():

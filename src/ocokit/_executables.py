@@ -116,10 +116,13 @@ _used: list[str] = []
 """The keys this process called, in order: what :func:`remember` writes."""
 _prefetched: dict[str, concurrent.futures.Future] = {}
 """Loads :func:`prefetch` started, by key."""
-_SUFFIX, _COMMANDS = ".xla", "commands"
-"""A stored program's file suffix, and the subfolder of the command notes (:func:`remember`)."""
+_SUFFIX, _COMMANDS, _FACTS = ".xla", "commands", "facts"
+"""A stored program's file suffix, and the subfolders of the command notes (:func:`remember`) and of the values
+:func:`remembered` keeps."""
 MAX_COMMANDS = 256
 """The most commands :func:`remember` keeps (the least recently remembered go first)."""
+MAX_FACTS = 4096
+"""The most values :func:`remembered` keeps (the least recently written go first; each is a few bytes)."""
 
 
 def use(folder: Path | str | None) -> None:
@@ -140,9 +143,12 @@ def cancel_prefetch() -> None:
 
 
 def stored_files(folder: Path) -> list[Path]:
-    """Every file this module keeps under ``folder``: the programs and the command notes (what ``ocokit cache
-    --clear`` deletes; nothing else there is touched)."""
-    return sorted([*Path(folder).glob(f"*{_SUFFIX}"), *(Path(folder) / _COMMANDS).glob("*.json")])
+    """Every file this module keeps under ``folder``: the programs, the command notes and the remembered values
+    (what ``ocokit cache --clear`` deletes; nothing else there is touched)."""
+    folder = Path(folder)
+    return sorted(
+        [*folder.glob(f"*{_SUFFIX}"), *(folder / _COMMANDS).glob("*.json"), *(folder / _FACTS).glob("*.json")]
+    )
 
 
 def _count(what: str) -> None:
@@ -186,6 +192,44 @@ def prefetch(command: str) -> None:
         if key not in _loaded and key not in _prefetched:
             _prefetched[key] = pool.submit(_load, _folder, key)
     pool.shutdown(wait=False)
+
+
+def remembered(fn: Callable, args: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, a JSON value that ``fn(*args)`` determines, read from the folder in use if a process stored
+    it there, else computed and stored: what the engine learns by tracing or probing (a problem's memory
+    footprint, whether XLA knows an option) costs a fresh process nothing the second time.
+
+    It is keyed as a program is (:func:`program_key`: ``fn``, the static arguments by value, the arrays by shape
+    and dtype, ocokit's source, the versions, JAX's configuration, the machine), so ``fn``'s result must depend on
+    nothing else. Without a folder, or for arguments holding untrusted code, it is computed every time. A value
+    that cannot be read back (damaged, another format) is computed again and replaced.
+    """
+    if _folder is None:
+        return compute()
+    dynamic, static = eqx.partition(args, eqx.is_array)
+    leaves, treedef = jax.tree.flatten(dynamic)
+    key = program_key(fn, (), static, treedef, leaves)
+    if key is None:
+        return compute()
+    path = _folder / _FACTS / f"{key}.json"
+    try:
+        return json.loads(path.read_text())["value"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    value = compute()
+    from ocokit.results import atomic_write_bytes
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(
+            path, json.dumps({"function": f"{fn.__module__}:{fn.__qualname__}", "value": value}).encode()
+        )
+        facts = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        for old in facts[: max(0, len(facts) - MAX_FACTS)]:
+            old.unlink(missing_ok=True)
+    except OSError:  # an unwritable folder (or a file removed meanwhile): computed again next time
+        pass
+    return value
 
 
 def _command_path(command: str) -> Path:

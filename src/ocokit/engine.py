@@ -144,7 +144,12 @@ def _footprint(problem: AbstractProblem, T: int, env: bool) -> tuple[int, int, b
     except TypeError:  # a structure that cannot be hashed (a dict-valued static field): not remembered
         cache_key, found = None, None
     if found is None or (env and found[2] is None):
-        found = _trace_footprint(problem, T, env, found)
+        known = found  # a fresh process reads what another one traced (the CLI's program folder)
+        found = tuple(
+            _executables.remembered(
+                _trace_footprint, (problem, T, env), lambda: _trace_footprint(problem, T, env, known)
+            )
+        )
         if cache_key is not None:
             if len(_FOOTPRINTS) >= 256:
                 _FOOTPRINTS.clear()
@@ -158,7 +163,7 @@ def _trace_footprint(
 ) -> tuple[int, int, bool | None]:
     """:func:`_footprint`'s values, traced (``known``: the bytes already traced, without the comparators);
     whether the comparators hold every round's data is ``None`` when not asked for (``env`` false)."""
-    key, t = jax.random.PRNGKey(0), jax.ShapeDtypeStruct((), jnp.int32)
+    key, t = _as_key(0), jax.ShapeDtypeStruct((), jnp.int32)
     try:
         episode = jax.eval_shape(lambda k: problem.episode(k, T), key)
         if known is None:
@@ -181,10 +186,12 @@ def _as_key(key: Any) -> PRNGKeyArray:
     if isinstance(key, jax.Array | np.ndarray) and _is_key_batch(key, single=True):
         return key
     try:
-        return jax.random.PRNGKey(_checks.integer("key", key, *_SEEDS))
+        seed = _checks.integer("key", key, *_SEEDS)
     except ValueError:
         rule = "an integer seed in [-2**63, 2**63 - 1] or a PRNG key (jax.random.PRNGKey(seed))"
         raise ValueError(f"key must be {rule}, got {key!r}") from None
+    host = _host_keys([seed])
+    return host[0] if host is not None else jax.random.PRNGKey(seed)
 
 
 def _is_key_batch(keys: Any, single: bool = False) -> bool:
@@ -447,9 +454,14 @@ def short_sweeps() -> int:
 
 @functools.cache
 def _cpu_knows(options: tuple[tuple[str, Any], ...]) -> bool:
-    """Whether the default backend is the CPU and its XLA accepts ``options`` (an unknown option raises)."""
+    """Whether the default backend is the CPU and its XLA accepts ``options`` (an unknown option raises), as a
+    probe compile finds (once per machine and versions when the CLI keeps programs: :func:`_executables.remembered`)."""
     if jax.default_backend() != "cpu":
         return False
+    return _executables.remembered(_probe_options, (options,), lambda: _probe_options(options))
+
+
+def _probe_options(options: tuple[tuple[str, Any], ...]) -> bool:
     try:
         jax.jit(lambda x: x + 1, compiler_options=dict(options)).lower(1.0).compile()
     except jax.errors.JaxRuntimeError:  # an XLA without one of these options: its defaults
@@ -769,10 +781,27 @@ def _as_keys(keys: PRNGKeyArray | Sequence[int] | int) -> PRNGKeyArray:
     """A batch of PRNG keys from a count S (seeds ``0..S-1``), a list of seeds, or keys."""
     _count_keys(keys)
     if isinstance(keys, int | np.integer):
-        keys = list(range(int(keys)))
+        keys = range(int(keys))
     if isinstance(keys, list | tuple | range) or not _is_key_batch(keys):
-        keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in keys])
+        seeds = [int(s) for s in keys]
+        host = _host_keys(seeds)
+        keys = host if host is not None else jnp.stack([jax.random.PRNGKey(s) for s in seeds])
     return keys
+
+
+def _host_keys(seeds: Sequence[int]) -> np.ndarray | None:
+    """``jax.random.PRNGKey(seed)`` for each seed, bit for bit, computed by NumPy (no JAX operation: each would
+    compile a small program in a fresh process), or ``None`` where JAX's own seeding is needed.
+
+    Under ``jax_enable_x64`` with the default ``threefry2x32`` generator and no seed offset, a seed's raw key is
+    its 64 bits as two ``uint32`` words, high word first (``jax._src.random.threefry2x32.threefry_seed``); any
+    other configuration returns ``None``.
+    """
+    config = jax.config
+    if not config.jax_enable_x64 or config.jax_default_prng_impl != "threefry2x32" or config.jax_random_seed_offset:
+        return None
+    bits = np.asarray(seeds, dtype=np.int64).reshape(-1).view(np.uint64)
+    return np.stack([bits >> np.uint64(32), bits & np.uint64(0xFFFFFFFF)], axis=-1).astype(np.uint32)
 
 
 def _batched(learner: AbstractLearner) -> int | None:
