@@ -11,11 +11,13 @@ Bad input prints one line ``error: ...`` on stdout and exits 2.
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -477,9 +479,57 @@ def _read_summary(out: Path) -> dict:
 
 
 def main() -> None:
-    """Entry point of the ``ocokit`` console script; errors print one line and exit non-zero."""
+    """The ``ocokit`` command in this process (:func:`script` is the console script); errors print one line and
+    exit non-zero (``SystemExit``)."""
     app()
 
 
+def script() -> None:
+    """Entry point of the ``ocokit`` console script and of ``python -m ocokit.cli``: :func:`main`, then
+    :func:`_leave` with its exit status."""
+    try:
+        main()
+    except SystemExit as done:
+        _leave(done.code)
+    _leave(0)
+
+
+def _leave(code: Any) -> NoReturn:
+    """End the process with ``code`` as ``sys.exit(code)`` would, less the interpreter's teardown.
+
+    Freeing every object of a process that imported JAX, pyarrow and matplotlib takes 0.15-0.4 s on a 2-core
+    machine and writes nothing (mypy ends its command the same way). Everything else a normal exit does is
+    done first: the threads still running are waited for (ocokit's own pools are shut down, their loads finish)
+    and the ``atexit`` handlers run (JAX's, logging's), then the streams are flushed. A process that started Ray,
+    holds another thread that is not a daemon, or runs on a Python without ``atexit._run_exitfuncs`` exits
+    normally.
+    """
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    ray = sys.modules.get("ray")
+    if run_exitfuncs is None or (ray is not None and getattr(ray, "is_initialized", lambda: True)()):
+        sys.exit(code)
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            if not thread.name.startswith(_OUR_THREADS):  # not ours: it may need what a normal exit does
+                sys.exit(code)
+            thread.join()
+    if code is None or isinstance(code, int):
+        status = code or 0
+    else:  # sys.exit("message"): printed on stderr, status 1
+        print(code, file=sys.stderr)
+        status = 1
+    run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe, a closed stream: nothing more can be written anyway
+            pass
+    os._exit(status)
+
+
+_OUR_THREADS = ("ocokit-",)
+"""Name prefixes of the non-daemon threads :func:`_leave` waits for: ocokit's pools (prefetch, comparators)."""
+
+
 if __name__ == "__main__":
-    main()
+    script()
