@@ -168,9 +168,7 @@ def remember(command: str) -> None:
         commands.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"command": command, "programs": _used})
         atomic_write_bytes(_command_path(command), text.encode())
-        notes = sorted(commands.glob("*.json"), key=lambda path: path.stat().st_mtime)
-        for path in notes[: max(0, len(notes) - MAX_COMMANDS)]:
-            path.unlink(missing_ok=True)
+        _keep_newest(commands, MAX_COMMANDS)
     except OSError:  # an unwritable folder: the next invocation loads as it goes
         pass
 
@@ -206,9 +204,7 @@ def remembered(fn: Callable, args: tuple, compute: Callable[[], Any]) -> Any:
     """
     if _folder is None:
         return compute()
-    dynamic, static = eqx.partition(args, eqx.is_array)
-    leaves, treedef = jax.tree.flatten(dynamic)
-    key = program_key(fn, (), static, treedef, leaves)
+    key = _keyed(fn, (), args)[0]
     if key is None:
         return compute()
     path = _folder / _FACTS / f"{key}.json"
@@ -224,12 +220,17 @@ def remembered(fn: Callable, args: tuple, compute: Callable[[], Any]) -> Any:
         atomic_write_bytes(
             path, json.dumps({"function": f"{fn.__module__}:{fn.__qualname__}", "value": value}).encode()
         )
-        facts = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)
-        for old in facts[: max(0, len(facts) - MAX_FACTS)]:
-            old.unlink(missing_ok=True)
+        _keep_newest(path.parent, MAX_FACTS)
     except OSError:  # an unwritable folder (or a file removed meanwhile): computed again next time
         pass
     return value
+
+
+def _keep_newest(folder: Path, limit: int) -> None:
+    """Remove the oldest JSON files of ``folder`` (by modification time) beyond the newest ``limit``."""
+    files = sorted(folder.glob("*.json"), key=lambda path: path.stat().st_mtime)
+    for path in files[: max(0, len(files) - limit)]:
+        path.unlink(missing_ok=True)
 
 
 def _command_path(command: str) -> Path:
@@ -271,9 +272,7 @@ class Program:
     def _find(self, args: tuple) -> tuple[tuple[Callable, Any], list] | None:
         """The program's executable for ``args`` (loaded, or compiled and stored) and their array leaves; ``None``
         when the arguments hold untrusted code (not keyed)."""
-        dynamic, static = eqx.partition(args, eqx.is_array)
-        leaves, treedef = jax.tree.flatten(dynamic)
-        key = program_key(self.fn, self.options, static, treedef, leaves)
+        key, leaves, static, treedef = _keyed(self.fn, self.options, args)
         if key is None:
             _count("untrusted")
             return None
@@ -290,6 +289,14 @@ class Program:
             entry = entry or _load(_folder, key) or _compile_and_store(_folder, key, self, static, treedef, leaves)
             _loaded[key] = entry
         return entry, leaves
+
+
+def _keyed(fn: Callable, options: tuple, args: tuple) -> tuple[str | None, list, Any, Any]:
+    """:func:`program_key` of ``fn`` on ``args`` (split into arrays and static values), with the array leaves,
+    the static part and the arrays' structure it was computed from."""
+    dynamic, static = eqx.partition(args, eqx.is_array)
+    leaves, treedef = jax.tree.flatten(dynamic)
+    return program_key(fn, options, static, treedef, leaves), leaves, static, treedef
 
 
 def program_key(fn: Callable, options: tuple, static: Any, treedef: Any, leaves: list) -> str | None:

@@ -190,8 +190,7 @@ def _as_key(key: Any) -> PRNGKeyArray:
     except ValueError:
         rule = "an integer seed in [-2**63, 2**63 - 1] or a PRNG key (jax.random.PRNGKey(seed))"
         raise ValueError(f"key must be {rule}, got {key!r}") from None
-    host = _host_keys([seed])
-    return host[0] if host is not None else jax.random.PRNGKey(seed)
+    return _seed_keys([seed])[0]
 
 
 def _is_key_batch(keys: Any, single: bool = False) -> bool:
@@ -783,10 +782,15 @@ def _as_keys(keys: PRNGKeyArray | Sequence[int] | int) -> PRNGKeyArray:
     if isinstance(keys, int | np.integer):
         keys = range(int(keys))
     if isinstance(keys, list | tuple | range) or not _is_key_batch(keys):
-        seeds = [int(s) for s in keys]
-        host = _host_keys(seeds)
-        keys = host if host is not None else jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+        keys = _seed_keys([int(s) for s in keys])
     return keys
+
+
+def _seed_keys(seeds: Sequence[int]) -> PRNGKeyArray:
+    """``jax.random.PRNGKey(seed)`` for each seed, stacked: made by NumPy where :func:`_host_keys` can, else by
+    JAX."""
+    host = _host_keys(seeds)
+    return host if host is not None else jnp.stack([jax.random.PRNGKey(s) for s in seeds])
 
 
 def _host_keys(seeds: Sequence[int]) -> np.ndarray | None:
