@@ -22,8 +22,10 @@ from the library's default; and, in this process, the compile and run times of t
 experiment's comparators' program (what it computes once
 per seed) with XLA's defaults and with the options the engine compiles it with (``engine._QUICK_COMPILE``), and the
 largest relative difference of their outputs; and, in this process, the experiment's comparison run by the
-harness with its programs compiled, its comparators computed in threads while the learners play (an in-process
-executor's way) against computed in each unit (a Ray unit's way), interleaved, with whether the summaries agree.
+harness with its programs compiled, three ways: every unit played ahead while one thread computes the comparators
+(an in-process executor's way for a short comparison), one unit at a time while two threads compute them (its way for
+a longer one), and the comparators computed in each unit (a Ray unit's way), interleaved, with whether the summaries
+agree.
 
 It prints the three wall times (compilation included: each process starts cold) and the ratios asked for by
 issue 14: old / first (target >= 2x) and first / second (target >= 3x). Beside each wall time, where it went:
@@ -224,8 +226,10 @@ def comparators_compile(T: int, seeds: int) -> None:
 
 def comparators_overlap(T: int, seeds: int, repeats: int) -> None:
     """Fig. 1's comparison run by the harness in this process, its programs compiled by a first run, into new
-    folders: the comparators computed in threads while the learners play (what an in-process executor does) against
-    computed in each unit after its learner plays (what a Ray unit does), interleaved, best of ``repeats`` each."""
+    folders, three ways: every unit played ahead while one thread computes the comparators (what an in-process
+    executor does with a short comparison, :data:`ocokit.harness.PLAY_AHEAD_ROUNDS`), one unit at a time while two
+    threads compute them (what it does with a longer one), and the comparators computed in each unit after its
+    learner plays (what a Ray unit does); interleaved, best of ``repeats`` each, with whether the summaries agree."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -235,25 +239,44 @@ def comparators_overlap(T: int, seeds: int, repeats: int) -> None:
     class InUnits(executors.Local):
         in_process = False
 
-    exp, walls = harness.get("time-varying-regression"), {"threads": [], "units": []}
-    executor = {"threads": executors.Local(), "units": InUnits()}
+    ways = {  # name: (label, executor, PLAY_AHEAD_ROUNDS)
+        "ahead": ("units played ahead, the comparators in one thread", executors.Local(), harness.PLAY_AHEAD_ROUNDS),
+        "threads": ("one unit at a time, the comparators in two threads", executors.Local(), 0),
+        "units": ("the comparators in each unit", InUnits(), 0),
+    }
+    exp, walls, default = harness.get("time-varying-regression"), {name: [] for name in ways}, harness.PLAY_AHEAD_ROUNDS
+
+    def run(name: str, out: Path) -> None:
+        _, executor, rounds = ways[name]
+        harness.PLAY_AHEAD_ROUNDS = rounds
+        try:
+            exp.run(T=T, seeds=seeds, out=out, executor=executor)
+        finally:
+            harness.PLAY_AHEAD_ROUNDS = default
+
     with tempfile.TemporaryDirectory() as tmp:
-        for name in walls:  # compiles every program both ways use
-            exp.run(T=T, seeds=seeds, out=Path(tmp) / f"warm-{name}", executor=executor[name])
+        for name in ways:  # compiles every program the three ways use
+            run(name, Path(tmp) / f"warm-{name}")
         for r in range(repeats):
-            for name in walls:
+            for name in ways:
                 tic = time.perf_counter()
-                exp.run(T=T, seeds=seeds, out=Path(tmp) / f"{name}-{r}", executor=executor[name])
+                run(name, Path(tmp) / f"{name}-{r}")
                 walls[name].append(time.perf_counter() - tic)
-        same = json.loads((Path(tmp) / "threads-0" / "summary.json").read_text())["algorithms"]
-        other = json.loads((Path(tmp) / "units-0" / "summary.json").read_text())["algorithms"]
-        for stats in (*same.values(), *other.values()):
-            stats.pop("wall_seconds_per_round")
+        summaries = []
+        for name in ways:
+            summary = json.loads((Path(tmp) / f"{name}-0" / "summary.json").read_text())["algorithms"]
+            for stats in summary.values():
+                stats.pop("wall_seconds_per_round")
+            summaries.append(summary)
     best = {name: min(w) for name, w in walls.items()}
     print(f"Fig. 1's comparison in this process (T = {T}, {seeds} seeds), programs compiled, new folders:")
-    for name, label in (("threads", "comparators in threads while the learners play"), ("units", "in each unit")):
+    for name, (label, _, _) in ways.items():
         print(f"    {label}: {best[name]:.2f} s (best of {repeats}: {', '.join(f'{w:.2f}' for w in walls[name])} s)")
-    print(f"    {best['units'] / best['threads']:.2f}x faster; the same summary: {same == other}")
+    print(
+        f"    played ahead {best['threads'] / best['ahead']:.2f}x faster than one unit at a time, which is "
+        f"{best['units'] / best['threads']:.2f}x faster than in each unit; the same summary: "
+        f"{all(s == summaries[0] for s in summaries)}"
+    )
 
 
 def invocations(command: list[str], base: dict[str, str], tmp: Path) -> tuple[dict[str, float], dict[str, Any]]:

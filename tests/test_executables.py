@@ -278,6 +278,11 @@ def test_a_remembered_command_prefetches_its_programs(folder):
     np.testing.assert_array_equal(got[0], expected[0])
     _executables.use(folder)
     _executables.prefetch("my command")
+    _executables.wait_prefetch()  # returns once every load has ended
+    assert len(_executables._prefetched) == 2 and all(f.done() for f in _executables._prefetched.values())
+    assert _executables.counts["loaded"] == 4  # loaded by the prefetch thread, not yet called
+    _executables.use(folder)
+    _executables.prefetch("my command")
     _executables.cancel_prefetch()  # an error before any program was called: its loads are dropped
     assert not _executables._prefetched
 

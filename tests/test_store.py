@@ -238,3 +238,48 @@ def test_seed_comparators_sent_to_another_process_carry_their_values_not_their_t
     for k, v in copy([2, 0]).items():  # seed 2 computed by the copy itself, in a chunk of its own
         np.testing.assert_allclose(v, np.asarray(want[k])[[2, 0]], rtol=1e-12)
     np.testing.assert_array_equal(first["optimum_loss"][0], env([2, 1, 0])["optimum_loss"][2])
+
+
+def test_a_short_comparison_plays_every_unit_ahead_with_one_comparator_thread(tmp_path, monkeypatch):
+    exp, T, seeds, events = experiments.get("store-smoke"), 20, 3, []
+    real_play, real_save, real_start = harness.play, harness.save_records, harness.comparators_in_background
+    monkeypatch.setattr(harness, "play", lambda *a, **k: events.append("play") or real_play(*a, **k))
+    monkeypatch.setattr(harness, "save_records", lambda *a, **k: events.append("save") or real_save(*a, **k))
+
+    def start(problem, T, seeds, **kwargs):
+        events.append(f"workers={kwargs['workers']}")
+        return real_start(problem, T, seeds, **kwargs)
+
+    monkeypatch.setattr(harness, "comparators_in_background", start)
+    exp.run(T=T, seeds=seeds, out=tmp_path / "ahead")  # 2 learners x 3 seeds x 20 rounds: short
+    assert events == ["workers=1", *["play"] * 2, *["save"] * 2 * seeds]  # a unit of 10 seeds per learner
+    events.clear()
+    monkeypatch.setattr(harness, "PLAY_AHEAD_ROUNDS", 2 * seeds * T - 1)  # one round too many: unit by unit
+    exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
+    assert events == ["workers=2", *(["play"] + ["save"] * seeds) * 2]
+    ahead, in_turn = (sorted(results.run_files(tmp_path / w)) for w in ("ahead", "in-turn"))
+    assert [p.relative_to(tmp_path / "ahead") for p in ahead] == [p.relative_to(tmp_path / "in-turn") for p in in_turn]
+    for a, b in zip(ahead, in_turn, strict=True):
+        (cols_a, _), (cols_b, _) = results.load_records(a), results.load_records(b)
+        assert set(cols_a) == set(cols_b) and "dynamic_regret" in cols_a
+        for column in cols_a:
+            np.testing.assert_array_equal(cols_a[column], cols_b[column])
+
+
+def test_a_unit_that_fails_ahead_raises_in_its_turn_after_the_units_before_it_are_stored(tmp_path, monkeypatch):
+    exp, T, seeds, plays = experiments.get("store-smoke"), 20, 2, []
+    real_play = harness.play
+
+    def play(learner, *args, **kwargs):
+        plays.append(float(learner.eta))
+        if float(learner.eta) == 0.01:  # the second learner ("OGD slow/0.01") fails
+            raise RuntimeError("the slow learner failed")
+        return real_play(learner, *args, **kwargs)
+
+    monkeypatch.setattr(harness, "play", play)
+    with pytest.raises(RuntimeError, match="the slow learner failed"):
+        exp.run(T=T, seeds=seeds, out=tmp_path)
+    assert plays == [0.05, 0.01, 0.01]  # played ahead until the failure, then played again in its turn
+    stored = results.run_files(tmp_path)
+    assert len(stored) == seeds and all("algorithm=OGD/" in p.as_posix() for p in stored)
+    assert not list(tmp_path.rglob("*.tmp"))

@@ -116,6 +116,8 @@ _used: list[str] = []
 """The keys this process called, in order: what :func:`remember` writes."""
 _prefetched: dict[str, concurrent.futures.Future] = {}
 """Loads :func:`prefetch` started, by key."""
+_prefetch_done: concurrent.futures.Future | None = None
+"""Done once the loads the last :func:`prefetch` started have ended (:func:`wait_prefetch`)."""
 _SUFFIX, _COMMANDS, _FACTS = ".xla", "commands", "facts"
 """A stored program's file suffix, and the subfolders of the command notes (:func:`remember`) and of the values
 :func:`remembered` keeps."""
@@ -140,6 +142,13 @@ def cancel_prefetch() -> None:
     for future in _prefetched.values():
         future.cancel()
     _prefetched.clear()
+
+
+def wait_prefetch() -> None:
+    """Wait until the loads :func:`prefetch` started have ended (at once when none was started): work that can wait
+    for them (drawing's imports, say) then leaves the interpreter's lock to the loads and the set-up."""
+    if _prefetch_done is not None:
+        concurrent.futures.wait([_prefetch_done])
 
 
 def stored_files(folder: Path) -> list[Path]:
@@ -185,10 +194,12 @@ def prefetch(command: str) -> None:
         return
     if not isinstance(keys, list) or not all(isinstance(k, str) and re.fullmatch("[0-9a-f]{64}", k) for k in keys):
         return
+    global _prefetch_done
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocokit-prefetch")
     for key in keys:
         if key not in _loaded and key not in _prefetched:
             _prefetched[key] = pool.submit(_load, _folder, key)
+    _prefetch_done = pool.submit(lambda: None)  # done once every load before it has ended or was cancelled
     pool.shutdown(wait=False)
 
 

@@ -338,7 +338,11 @@ def run_experiment(
         status.print(f"executor: {runner.describe()}", soft_wrap=True)
     from ocokit import plotting
 
-    threading.Thread(target=plotting.preload, name="ocokit-preload", daemon=True).start()  # during the runs
+    def preload() -> None:  # during the runs, once the programs are loaded (it holds the interpreter's lock)
+        _executables.wait_prefetch()
+        plotting.preload()
+
+    threading.Thread(target=preload, name="ocokit-preload", daemon=True).start()
     try:
         with _progress_bar(status) as bar:
             report = exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options,
