@@ -227,7 +227,7 @@ def comparators_compile(T: int, seeds: int) -> None:
 def comparators_overlap(T: int, seeds: int, repeats: int) -> None:
     """Fig. 1's comparison run by the harness in this process, its programs compiled by a first run, into new
     folders, three ways: every unit played ahead while one thread computes the comparators (what an in-process
-    executor does with a short comparison, :data:`ocokit.harness.PLAY_AHEAD_ROUNDS`), one unit at a time while two
+    executor does with a short comparison, :data:`ocokit.harness.PLAY_AHEAD_VALUES`), one unit at a time while two
     threads compute them (what it does with a longer one), and the comparators computed in each unit after its
     learner plays (what a Ray unit does); interleaved, best of ``repeats`` each, with whether the summaries agree."""
     import jax
@@ -239,20 +239,20 @@ def comparators_overlap(T: int, seeds: int, repeats: int) -> None:
     class InUnits(executors.Local):
         in_process = False
 
-    ways = {  # name: (label, executor, PLAY_AHEAD_ROUNDS)
-        "ahead": ("units played ahead, the comparators in one thread", executors.Local(), harness.PLAY_AHEAD_ROUNDS),
+    ways = {  # name: (label, executor, PLAY_AHEAD_VALUES)
+        "ahead": ("units played ahead, the comparators in one thread", executors.Local(), harness.PLAY_AHEAD_VALUES),
         "threads": ("one unit at a time, the comparators in two threads", executors.Local(), 0),
         "units": ("the comparators in each unit", InUnits(), 0),
     }
-    exp, walls, default = harness.get("time-varying-regression"), {name: [] for name in ways}, harness.PLAY_AHEAD_ROUNDS
+    exp, walls, default = harness.get("time-varying-regression"), {name: [] for name in ways}, harness.PLAY_AHEAD_VALUES
 
     def run(name: str, out: Path) -> None:
         _, executor, rounds = ways[name]
-        harness.PLAY_AHEAD_ROUNDS = rounds
+        harness.PLAY_AHEAD_VALUES = rounds
         try:
             exp.run(T=T, seeds=seeds, out=out, executor=executor)
         finally:
-            harness.PLAY_AHEAD_ROUNDS = default
+            harness.PLAY_AHEAD_VALUES = default
 
     with tempfile.TemporaryDirectory() as tmp:
         for name in ways:  # compiles every program the three ways use

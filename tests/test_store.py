@@ -254,7 +254,7 @@ def test_a_short_comparison_plays_every_unit_ahead_with_one_comparator_thread(tm
     exp.run(T=T, seeds=seeds, out=tmp_path / "ahead")  # 2 learners x 3 seeds x 20 rounds: short
     assert events == ["workers=1", *["play"] * 2, *["save"] * 2 * seeds]  # a unit of 10 seeds per learner
     events.clear()
-    monkeypatch.setattr(harness, "PLAY_AHEAD_ROUNDS", 2 * seeds * T - 1)  # one round too many: unit by unit
+    monkeypatch.setattr(harness, "PLAY_AHEAD_VALUES", 2 * seeds * T * 3 - 1)  # loss and 2 constraints: one too many
     exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
     assert events == ["workers=2", *(["play"] + ["save"] * seeds) * 2]
     ahead, in_turn = (sorted(results.run_files(tmp_path / w)) for w in ("ahead", "in-turn"))

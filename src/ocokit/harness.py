@@ -449,9 +449,10 @@ class Comparison:
     process (:attr:`ocokit.executors.AbstractExecutor.in_process`), those of every seed some algorithm lacks start
     in threads before the first learner plays (:func:`ocokit.engine.comparators_in_background`), on the core the
     plays leave idle; elsewhere (Ray) each unit computes its own seeds'. A short comparison on a small game
-    (:data:`PLAY_AHEAD_ROUNDS`) plays every unit first, while the comparators compute in one thread, and stores
-    each unit once its seeds' comparators are ready: XLA runs a program from another thread only on a core no
-    comparator occupies, so the plays and the comparators then share the two cores instead of taking turns.
+    (:data:`PLAY_AHEAD_VALUES`) plays every unit first, while the comparators compute in one thread, and stores
+    each unit once its seeds' comparators are ready. XLA's CPU client runs as many programs at once as there are
+    cores: on two, a play called while two comparator threads run waits for one of them to end, so one thread
+    leaves a core to the plays and the two run side by side instead of taking turns.
 
     Args:
         make_problem: the problem, from the horizon, the data folder and the parsed options.
@@ -537,17 +538,19 @@ class Comparison:
         return played
 
 
-PLAY_AHEAD_ROUNDS = 2**20
-"""A :class:`Comparison` computed in process plays every unit before storing any when its missing runs play at most
-this many rounds in all on a small game (at most :data:`ocokit.engine.SMALL_DECISION` decision entries): a few
-seconds of plays, whose trajectories are held meanwhile (about 100 bytes a round). Larger comparisons play and
-store one unit at a time, so that the progress bar moves and memory stays bounded. Measured on paper 003's Fig. 1
-(5 learners x 20 seeds, T = 1000, a second ``ocokit run`` on a 2-core CPU): 4.6-4.7 against 5.0-5.2 s."""
+PLAY_AHEAD_VALUES = 2**21
+"""A :class:`Comparison` computed in process plays every unit before storing any when its missing runs record at most
+this many per-round values in all (each round's loss and constraint values: ``T (1 + N)`` a run) on a small game (at
+most :data:`ocokit.engine.SMALL_DECISION` decision entries): seconds of plays, whose trajectories are held meanwhile
+(8 bytes a value, besides a few diagnostics a round). Larger comparisons play and store one unit at a time, so that
+the progress bar moves and memory stays bounded. Paper 003's Fig. 1 (5 learners x 20 seeds, T = 1000, N = 2) holds
+300,000."""
 
 
 def _plays_ahead(problem: Any, T: int, runs: int) -> bool:
-    """Whether ``runs`` missing runs of ``T`` rounds on ``problem`` are played ahead (:data:`PLAY_AHEAD_ROUNDS`)."""
-    return 0 < runs * T <= PLAY_AHEAD_ROUNDS and math.prod(problem.domain.shape) <= SMALL_DECISION
+    """Whether ``runs`` missing runs of ``T`` rounds on ``problem`` are played ahead (:data:`PLAY_AHEAD_VALUES`)."""
+    values = runs * T * (1 + problem.num_constraints)
+    return 0 < values <= PLAY_AHEAD_VALUES and math.prod(problem.domain.shape) <= SMALL_DECISION
 
 
 class _SeedComparators:
