@@ -258,8 +258,7 @@ class Context:
             paths[k] = run_path(self.out, name, label, configs[k])
         self.progress.start(label, len(paths))
         self.progress.advance(label, len(paths) - len(missing))
-        size = unit or max(len(missing), 1)
-        units = [missing[i : i + size] for i in range(0, len(missing), size)]
+        units = _units(missing, unit or max(len(missing), 1))
         shown = describe_each(configs)
         for _, done in self.executor.map(compute, units):
             for k, (columns, meta) in done.items():  # kept as the file reads back (save_records returns it)
@@ -271,6 +270,11 @@ class Context:
             self.progress.advance(label, len(done))
         self.new, self.skipped = self.new + len(missing), self.skipped + len(paths) - len(missing)
         return {k: stored[k] for k in paths}
+
+
+def _units(keys: list, size: int) -> list[list]:
+    """``keys`` cut into units of ``size`` consecutive keys (the last may be shorter)."""
+    return [keys[i : i + size] for i in range(0, len(keys), size)]
 
 
 def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], **kwargs) -> tuple[Trajectory, float]:
@@ -485,17 +489,18 @@ class Comparison:
                    for algo, learner in plan}  # fmt: skip
         env = _SeedComparators(problem, T, self.chunk_size)  # each seed's comparators, shared by the algorithms
         played: dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]] = {}  # units played ahead
-        if ctx.compute and ctx.executor.in_process:  # computed in threads while the learners play
-            missing = {
-                label: [s for s, c in cs.items() if not ctx.path(label, c).exists()] for label, cs in configs.items()
-            }
-            ahead = _plays_ahead(problem, T, sum(map(len, missing.values())))
-            env.start(sorted(set().union(*missing.values())), workers=1 if ahead else 2)
-            if ahead:
-                played = self._play_ahead(problem, T, plan, missing)
         curves: dict[str, dict[str, np.ndarray]] = {}
         summary: Summary = {}
         try:
+            if ctx.compute and ctx.executor.in_process:  # computed in threads while the learners play
+                lacking = {  # each algorithm's seeds without a stored run
+                    label: [s for s, c in cs.items() if not ctx.path(label, c).exists()]
+                    for label, cs in configs.items()
+                }
+                ahead = _plays_ahead(problem, T, sum(map(len, lacking.values())))
+                env.start(sorted(set().union(*lacking.values())), workers=1 if ahead else 2)
+                if ahead:
+                    played = self._play_ahead(problem, T, plan, lacking)
             for algo, learner in plan:
 
                 def compute(missing, learner=learner, label=algo.label):
@@ -522,13 +527,12 @@ class Comparison:
     def _play_ahead(
         self, problem: Any, T: int, plan: Sequence[tuple[Algorithm, Any]], missing: Mapping[str, list[int]]
     ) -> dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]]:
-        """Every algorithm's missing seeds played, in the units :meth:`Context.cells` will ask for (chunks of
-        :attr:`chunk_size` in seed order), keyed by ``(label, seeds)``. A unit that raises ends the plays ahead: it
+        """Every algorithm's missing seeds played, in the units :meth:`Context.cells` will ask for (:func:`_units` of
+        :attr:`chunk_size` seeds), keyed by ``(label, seeds)``. A unit that raises ends the plays ahead: it
         is played again in its turn, so its error surfaces after the units before it are stored."""
         played = {}
         for algo, learner in plan:
-            seeds = missing[algo.label]
-            for unit in (seeds[i : i + self.chunk_size] for i in range(0, len(seeds), self.chunk_size)):
+            for unit in _units(missing[algo.label], self.chunk_size):
                 try:
                     played[algo.label, tuple(unit)] = play(
                         learner, problem, T, unit, chunk_size=self.chunk_size, comparators=False
