@@ -247,8 +247,8 @@ def comparators_overlap(T: int, seeds: int, repeats: int) -> None:
     exp, walls, default = harness.get("time-varying-regression"), {name: [] for name in ways}, harness.PLAY_AHEAD_VALUES
 
     def run(name: str, out: Path) -> None:
-        _, executor, rounds = ways[name]
-        harness.PLAY_AHEAD_VALUES = rounds
+        _, executor, bound = ways[name]
+        harness.PLAY_AHEAD_VALUES = bound
         try:
             exp.run(T=T, seeds=seeds, out=out, executor=executor)
         finally:

@@ -283,3 +283,21 @@ def test_a_unit_that_fails_ahead_raises_in_its_turn_after_the_units_before_it_ar
     stored = results.run_files(tmp_path)
     assert len(stored) == seeds and all("algorithm=OGD/" in p.as_posix() for p in stored)
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_an_interrupt_while_playing_ahead_cancels_the_comparators_not_yet_started(tmp_path, monkeypatch):
+    exp, cancelled = experiments.get("store-smoke"), []
+    real_cancel = harness._SeedComparators.cancel
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt  # not an error of the unit: never played again in its turn
+
+    def cancel(self):
+        cancelled.append(sorted(self.pending))  # the seeds still started when the comparison ends
+        real_cancel(self)
+
+    monkeypatch.setattr(harness, "play", interrupt)
+    monkeypatch.setattr(harness._SeedComparators, "cancel", cancel)
+    with pytest.raises(KeyboardInterrupt):
+        exp.run(T=20, seeds=3, out=tmp_path)
+    assert cancelled == [[0, 1, 2]] and not results.run_files(tmp_path)

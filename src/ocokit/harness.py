@@ -525,14 +525,14 @@ class Comparison:
         return Outcome(summary, [figure], {"problem": self.describe(problem)})
 
     def _play_ahead(
-        self, problem: Any, T: int, plan: Sequence[tuple[Algorithm, Any]], missing: Mapping[str, list[int]]
+        self, problem: Any, T: int, plan: Sequence[tuple[Algorithm, Any]], lacking: Mapping[str, list[int]]
     ) -> dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]]:
-        """Every algorithm's missing seeds played, in the units :meth:`Context.cells` will ask for (:func:`_units` of
-        :attr:`chunk_size` seeds), keyed by ``(label, seeds)``. A unit that raises ends the plays ahead: it
-        is played again in its turn, so its error surfaces after the units before it are stored."""
+        """Every algorithm's seeds in ``lacking`` (by label) played, in the units :meth:`Context.cells` will ask for
+        (:func:`_units` of :attr:`chunk_size` seeds), keyed by ``(label, seeds)``. A unit that raises ends the plays
+        ahead: it is played again in its turn, so its error surfaces after the units before it are stored."""
         played = {}
         for algo, learner in plan:
-            for unit in _units(missing[algo.label], self.chunk_size):
+            for unit in _units(lacking[algo.label], self.chunk_size):
                 try:
                     played[algo.label, tuple(unit)] = play(
                         learner, problem, T, unit, chunk_size=self.chunk_size, comparators=False
