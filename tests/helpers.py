@@ -118,7 +118,9 @@ def register_test_experiment(name: str, title: str, study: Any, **fields: Any) -
         experiments.register(experiments.Experiment(name=name, paper="tests", title=title, study=study, **fields))
 
 
-def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int = 10) -> None:
+def register_two_ogd(
+    name: str, *, slow_label: str = "OGD-slow", chunk_size: int = 10, comparator_chunk_size: int = 5
+) -> None:
     """Register once a tiny experiment of the tests' own: OGD at two step sizes on a 3-d time-varying regression
     (the command line, the store and the executors are tested on it, not on any one paper's algorithm)."""
     from ocokit import experiments
@@ -128,7 +130,9 @@ def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int
     if name in experiments.names():
         return
     study = experiments.Comparison(
-        make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3), chunk_size=chunk_size
+        make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3),
+        chunk_size=chunk_size,
+        comparator_chunk_size=comparator_chunk_size,
     )
     algorithms = [
         experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),

@@ -374,6 +374,36 @@ def test_comparators_in_background_equal_comparators_and_compile_only_in_the_cal
     np.testing.assert_array_equal(np.concatenate([g["optimum_loss"] for g in got]), want["optimum_loss"])
     with pytest.raises(ValueError, match="workers"):
         ocokit.engine.comparators_in_background(problem, 11, seeds, workers=0)
+    lent = ocokit.engine.comparators_in_background(problem, 11, seeds, chunk_size=2, workers=1)
+    lent.compute_here()  # returns once every chunk is taken, by its one thread or by the caller: the same numbers
+    np.testing.assert_array_equal(np.concatenate([f.result()["optimum_loss"] for f in lent]), short["optimum_loss"])
+
+
+def test_background_comparators_lend_the_caller_the_chunks_no_thread_has_taken():
+    holding, release, ran = threading.Event(), threading.Event(), {}
+
+    def run(chunk, keep):  # a chunk's "values": its number, keep times; chunk 3 fails
+        ran[chunk] = threading.get_ident()
+        if chunk == 0:
+            holding.set()  # the thread holds chunk 0 until released
+            assert release.wait(30)
+        if chunk == 3:
+            raise RuntimeError("chunk 3 failed")
+        return {"values": np.full(keep, chunk)}
+
+    futures = ocokit.engine.BackgroundComparators(run, [(0, 2), (1, 2), (2, 2), (3, 1)])
+    thread = threading.Thread(target=futures.compute_here)
+    thread.start()
+    assert holding.wait(30)
+    assert futures[2].cancel()  # not taken yet: cancelled, so skipped
+    futures.compute_here()  # takes chunks 1 and 3 while the thread still holds chunk 0
+    assert ran == {0: thread.ident, 1: threading.get_ident(), 3: threading.get_ident()}
+    assert not futures[0].done() and futures[1].result()["values"].tolist() == [1, 1]
+    with pytest.raises(RuntimeError, match="chunk 3 failed"):  # an error goes to its chunk's future
+        futures[3].result()
+    release.set()
+    thread.join(30)
+    assert futures[0].result()["values"].tolist() == [0, 0] and futures[2].cancelled()
 
 
 @settings(max_examples=200, deadline=None)

@@ -6,6 +6,7 @@ import pickle
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -260,6 +261,41 @@ def test_a_short_comparison_plays_every_unit_ahead_with_one_comparator_thread(tm
     ahead, in_turn = (sorted(results.run_files(tmp_path / w)) for w in ("ahead", "in-turn"))
     assert [p.relative_to(tmp_path / "ahead") for p in ahead] == [p.relative_to(tmp_path / "in-turn") for p in in_turn]
     for a, b in zip(ahead, in_turn, strict=True):
+        (cols_a, _), (cols_b, _) = results.load_records(a), results.load_records(b)
+        assert set(cols_a) == set(cols_b) and "dynamic_regret" in cols_a
+        for column in cols_a:
+            np.testing.assert_array_equal(cols_a[column], cols_b[column])
+
+
+register_two_ogd("lend-smoke", comparator_chunk_size=1)  # one seed a comparator chunk
+
+
+def test_a_comparison_played_ahead_computes_untaken_comparator_chunks_while_it_waits(tmp_path, monkeypatch):
+    exp, T, seeds, caller = experiments.get("lend-smoke"), 20, 3, threading.get_ident()
+    lent, ran = threading.Event(), []
+    real_init = ocokit.engine.BackgroundComparators.__init__
+
+    def init(self, run, chunks):
+        def spied(chunk, keep):
+            ran.append("caller" if threading.get_ident() == caller else "thread")
+            if ran[-1] == "caller":
+                lent.set()
+            else:  # the comparator thread holds its first chunk until the caller has taken one
+                assert lent.wait(30), "the caller never computed a comparator chunk"
+            return run(chunk, keep)
+
+        real_init(self, spied, chunks)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ocokit.engine.BackgroundComparators, "__init__", init)
+        exp.run(T=T, seeds=seeds, out=tmp_path / "lent")  # short: played ahead, then stored
+    assert len(ran) == seeds and ran[0] == "thread" and "caller" in ran  # each chunk once, the caller took some
+    monkeypatch.setattr(harness, "PLAY_AHEAD_VALUES", 0)  # one unit at a time, two comparator threads
+    exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
+    lent_runs, in_turn = (sorted(results.run_files(tmp_path / w)) for w in ("lent", "in-turn"))
+    assert len(lent_runs) == 2 * seeds
+    for a, b in zip(lent_runs, in_turn, strict=True):
+        assert a.relative_to(tmp_path / "lent") == b.relative_to(tmp_path / "in-turn")
         (cols_a, _), (cols_b, _) = results.load_records(a), results.load_records(b)
         assert set(cols_a) == set(cols_b) and "dynamic_regret" in cols_a
         for column in cols_a:

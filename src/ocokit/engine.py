@@ -15,10 +15,11 @@ on the same game shares (:data:`UPFRONT_BYTES`), again with the same numbers.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
@@ -592,10 +593,48 @@ def comparators_in_background(
     def run(chunk: Array, keep: int) -> dict[str, np.ndarray]:
         return {name: np.asarray(values)[:keep] for name, values in program(problem, T, chunk).items()}
 
+    futures = BackgroundComparators(run, chunks)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ocokit-comparators")
-    futures = [pool.submit(run, chunk, keep) for chunk, keep in chunks]
-    pool.shutdown(wait=False)  # the threads end with their last chunk
+    for _ in range(min(workers, len(chunks))):
+        pool.submit(futures.compute_here)
+    pool.shutdown(wait=False)  # the threads end when no chunk is left
     return futures
+
+
+class BackgroundComparators(list[concurrent.futures.Future]):
+    """The futures of :func:`comparators_in_background`, one per chunk of keys, in order.
+
+    Its threads take the chunks in order, one at a time; :meth:`compute_one` and :meth:`compute_here` lend them the
+    calling thread. A future cancelled before a thread takes its chunk is skipped (``Future.cancel``)."""
+
+    def __init__(self, run: Callable[[Array, int], dict[str, np.ndarray]], chunks: Sequence[tuple[Array, int]]):
+        super().__init__(concurrent.futures.Future() for _ in chunks)
+        self._run = run  # (keys, how many are real) -> the chunk's values
+        self._queue = collections.deque(zip(chunks, self, strict=True))  # (chunk, its future): not taken yet
+
+    def compute_one(self) -> bool:
+        """Compute in the calling thread the first chunk no thread has taken yet, beside the threads; ``False`` when
+        every chunk is taken. Its values (or its error) go to its future; an interrupt ends the future and is raised.
+        """
+        while True:
+            try:
+                (chunk, keep), future = self._queue.popleft()  # atomic: each chunk is taken once
+            except IndexError:
+                return False
+            if future.set_running_or_notify_cancel():  # False: cancelled, skipped
+                try:
+                    future.set_result(self._run(chunk, keep))
+                except BaseException as error:
+                    future.set_exception(error)
+                    if not isinstance(error, Exception):
+                        raise
+                return True
+
+    def compute_here(self) -> None:
+        """Compute in the calling thread, one after another, the chunks no thread has taken yet, until every chunk
+        is taken (what the threads do; a caller with nothing else to do lends its thread)."""
+        while self.compute_one():
+            pass
 
 
 def with_comparators(traj: Trajectory, env: dict[str, Array]) -> Trajectory:

@@ -31,6 +31,7 @@ from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 from ocokit.engine import (
     SMALL_DECISION,
+    BackgroundComparators,
     Trajectory,
     comparators,
     comparators_in_background,
@@ -454,9 +455,10 @@ class Comparison:
     in threads before the first learner plays (:func:`ocokit.engine.comparators_in_background`), on the core the
     plays leave idle; elsewhere (Ray) each unit computes its own seeds'. A short comparison on a small game
     (:data:`PLAY_AHEAD_VALUES`) plays every unit first, while the comparators compute in one thread, and stores
-    each unit once its seeds' comparators are ready. XLA's CPU client runs as many programs at once as there are
-    cores: on two, a play called while two comparator threads run waits for one of them to end, so one thread
-    leaves a core to the plays and the two run side by side instead of taking turns.
+    each unit once its seeds' comparators are ready; while it waits for them, it computes chunks that thread has
+    not taken. XLA's CPU client runs as many programs at once as there are cores: on two, a play called while two
+    comparator threads run waits for one of them to end, so one thread leaves a core to the plays and the two run
+    side by side instead of taking turns.
 
     Args:
         make_problem: the problem, from the horizon, the data folder and the parsed options.
@@ -465,6 +467,10 @@ class Comparison:
             experiment's, filtered by the option ``algorithms`` if declared).
         describe: ``problem -> dict`` written to ``summary.json`` under ``"problem"``.
         chunk_size: seeds vmapped at once.
+        comparator_chunk_size: seeds whose comparators one program computes at once (at most ``chunk_size``).
+            Smaller than a unit, so that a comparison that played every unit ahead computes them in two threads in
+            fine steps: while the seeds it stores next are not ready, the storing thread computes a chunk no
+            comparator thread has taken.
     """
 
     make_problem: Callable[[int, Path | None, Mapping[str, Any]], Any]
@@ -473,11 +479,14 @@ class Comparison:
     make_algorithms: Callable[[Context, Any], Sequence[Algorithm]] | None = None
     describe: Callable[[Any], dict[str, Any]] = lambda problem: {"class": type(problem).__name__}
     chunk_size: int = 10
+    comparator_chunk_size: int = 5
 
     def __post_init__(self):
         unknown = set(self.panels) - set(metrics.ROUND_METRICS)
         if unknown:
             raise ValueError(f"panels {sorted(unknown)} are not metrics; choose from {sorted(metrics.ROUND_METRICS)}")
+        _checks.positive_int("chunk_size", self.chunk_size)
+        _checks.positive_int("comparator_chunk_size", self.comparator_chunk_size)
 
     def __call__(self, exp: Experiment, ctx: Context) -> Outcome:
         T, problem = ctx.T, self.make_problem(ctx.T, ctx.data_dir, ctx.options)
@@ -487,8 +496,9 @@ class Comparison:
         configs = {algo.label: {s: {"algorithm": algo.label, "learner": learner, "problem": problem,
                                     "options": ctx.raw, "T": T, "seed": s} for s in range(ctx.seeds)}
                    for algo, learner in plan}  # fmt: skip
-        env = _SeedComparators(problem, T, self.chunk_size)  # each seed's comparators, shared by the algorithms
+        env = _SeedComparators(problem, T, min(self.comparator_chunk_size, self.chunk_size))  # for every algorithm
         played: dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]] = {}  # units played ahead
+        ahead = False  # whether every unit is played before any is stored
         curves: dict[str, dict[str, np.ndarray]] = {}
         summary: Summary = {}
         try:
@@ -507,7 +517,7 @@ class Comparison:
                     traj, seconds = played.pop((label, tuple(missing)), None) or play(
                         learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False
                     )
-                    traj = with_comparators(traj, env(missing))
+                    traj = with_comparators(traj, env(missing, lend=ahead))  # all played: this thread lends a hand
                     per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
                     return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
                             for i, s in enumerate(missing)}  # fmt: skip
@@ -570,6 +580,7 @@ class _SeedComparators:
         self.problem, self.T, self.chunk_size = problem, T, chunk_size
         self.values: dict[int, dict[str, np.ndarray]] = {}
         self.pending: dict[int, tuple[Future, int]] = {}  # seed -> (its chunk's future, its row in the chunk)
+        self.started: list[BackgroundComparators] = []
 
     def start(self, seeds: Sequence[int], workers: int = 2) -> None:
         """Start computing ``seeds``' comparators in ``workers`` threads (none when ``seeds`` is empty)."""
@@ -579,12 +590,17 @@ class _SeedComparators:
             )
             n = self.chunk_size  # one future per chunk of n consecutive seeds
             self.pending.update({s: (futures[i // n], i % n) for i, s in enumerate(seeds)})
+            self.started.append(futures)
 
-    def __call__(self, seeds: Sequence[int]) -> dict[str, np.ndarray]:
-        """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order."""
+    def __call__(self, seeds: Sequence[int], lend: bool = False) -> dict[str, np.ndarray]:
+        """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order. With ``lend``, while a
+        seed's chunk is not ready, this thread computes started chunks no thread has taken
+        (:meth:`ocokit.engine.BackgroundComparators.compute_one`) instead of waiting."""
         for s in seeds:
             if s in self.pending:
                 future, row = self.pending.pop(s)
+                while lend and not future.done() and any(started.compute_one() for started in self.started):
+                    pass
                 self.values[s] = {k: v[row] for k, v in future.result().items()}
         todo = [s for s in seeds if s not in self.values]
         if todo:
@@ -600,7 +616,7 @@ class _SeedComparators:
         self.pending.clear()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "pending": {}}
+        return {**self.__dict__, "pending": {}, "started": []}
 
 
 _REGISTRY: dict[str, Experiment] = {}
