@@ -570,7 +570,10 @@ def comparators_in_background(
     ``n`` keys, with the numbers :func:`comparators` gives. The chunks' program is compiled (or loaded) in the
     calling thread before this returns, so the threads only run it: XLA never compiles in two threads at once.
     Their arithmetic runs outside Python's lock, on the cores the caller leaves idle (a per-round QP solved by
-    interior point runs on one core). An exception raised in a thread is raised by its future's ``result()``.
+    interior point runs on one core). An exception raised in a thread is raised by its future's ``result()``. The
+    futures come as a :class:`BackgroundComparators`, a list whose
+    :meth:`~ocokit.engine.BackgroundComparators.compute_here` lends the calling thread to the chunks no thread has
+    taken (when the caller has nothing else to do).
 
     Example:
         >>> import ocokit
