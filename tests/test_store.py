@@ -196,6 +196,19 @@ class _InOrder(ocokit.executors.Local):
     in_process = False
 
 
+def _same_runs(one: Path, other: Path) -> list[Path]:
+    """Assert that two output folders store the same runs (names and every column, bit for bit, with the
+    comparators' ``dynamic_regret``); their names relative to the folder."""
+    names = [sorted(p.relative_to(folder) for p in results.run_files(folder)) for folder in (one, other)]
+    assert names[0] == names[1]
+    for name in names[0]:
+        (a, _), (b, _) = results.load_records(one / name), results.load_records(other / name)
+        assert set(a) == set(b) and "dynamic_regret" in a
+        for column in a:
+            np.testing.assert_array_equal(a[column], b[column])
+    return names[0]
+
+
 def test_a_comparison_computes_in_threads_the_comparators_of_the_seeds_it_lacks(tmp_path, monkeypatch):
     exp, T, seeds, started = experiments.get("store-smoke"), 20, 3, []
     real = harness.comparators_in_background
@@ -209,15 +222,8 @@ def test_a_comparison_computes_in_threads_the_comparators_of_the_seeds_it_lacks(
     assert started == [[0, 1, 2]]  # every seed lacks its runs: all started at once
     exp.run(T=T, seeds=seeds, out=tmp_path / "units", executor=_InOrder())
     assert started == [[0, 1, 2]]  # not in process: the units compute their own
-    threads, units = (
-        sorted(p.relative_to(tmp_path / w) for p in results.run_files(tmp_path / w)) for w in ("threads", "units")
-    )
-    assert threads == units and len(threads) == 2 * seeds
-    for name in threads:
-        (a, _), (b, _) = (results.load_records(tmp_path / w / name) for w in ("threads", "units"))
-        assert set(a) == set(b) and "dynamic_regret" in a
-        for column in a:
-            np.testing.assert_array_equal(a[column], b[column])
+    threads = _same_runs(tmp_path / "threads", tmp_path / "units")
+    assert len(threads) == 2 * seeds
     victim = next(p for p in threads if "seed=1" in str(p))
     (tmp_path / "threads" / victim).unlink()  # one algorithm lacks seed 1: only seed 1's comparators are computed
     exp.run(T=T, seeds=seeds, out=tmp_path / "threads")
@@ -258,13 +264,7 @@ def test_a_short_comparison_plays_every_unit_ahead_with_one_comparator_thread(tm
     monkeypatch.setattr(harness, "PLAY_AHEAD_VALUES", 2 * seeds * T * 3 - 1)  # loss and 2 constraints: one too many
     exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
     assert events == ["workers=2", *(["play"] + ["save"] * seeds) * 2]
-    ahead, in_turn = (sorted(results.run_files(tmp_path / w)) for w in ("ahead", "in-turn"))
-    assert [p.relative_to(tmp_path / "ahead") for p in ahead] == [p.relative_to(tmp_path / "in-turn") for p in in_turn]
-    for a, b in zip(ahead, in_turn, strict=True):
-        (cols_a, _), (cols_b, _) = results.load_records(a), results.load_records(b)
-        assert set(cols_a) == set(cols_b) and "dynamic_regret" in cols_a
-        for column in cols_a:
-            np.testing.assert_array_equal(cols_a[column], cols_b[column])
+    _same_runs(tmp_path / "ahead", tmp_path / "in-turn")
 
 
 register_two_ogd("lend-smoke", comparator_chunk_size=1)  # one seed a comparator chunk
@@ -292,14 +292,7 @@ def test_a_comparison_played_ahead_computes_untaken_comparator_chunks_while_it_w
     assert len(ran) == seeds and ran[0] == "thread" and "caller" in ran  # each chunk once, the caller took some
     monkeypatch.setattr(harness, "PLAY_AHEAD_VALUES", 0)  # one unit at a time, two comparator threads
     exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
-    lent_runs, in_turn = (sorted(results.run_files(tmp_path / w)) for w in ("lent", "in-turn"))
-    assert len(lent_runs) == 2 * seeds
-    for a, b in zip(lent_runs, in_turn, strict=True):
-        assert a.relative_to(tmp_path / "lent") == b.relative_to(tmp_path / "in-turn")
-        (cols_a, _), (cols_b, _) = results.load_records(a), results.load_records(b)
-        assert set(cols_a) == set(cols_b) and "dynamic_regret" in cols_a
-        for column in cols_a:
-            np.testing.assert_array_equal(cols_a[column], cols_b[column])
+    assert len(_same_runs(tmp_path / "lent", tmp_path / "in-turn")) == 2 * seeds
 
 
 def test_a_unit_that_fails_ahead_raises_in_its_turn_after_the_units_before_it_are_stored(tmp_path, monkeypatch):
