@@ -11,10 +11,11 @@
 - ``--xla_cpu_use_fusion_emitters=false``: XLA's older loop emitter instead of its MLIR fusion emitters, which
   compile each fused kernel through a pipeline of their own (as ``ocokit run`` compiles short sweeps:
   :data:`ocokit.engine._SHORT_SWEEP`). The whole suite ran in 8.3 instead of 12.7 minutes on a 2-core machine
-  (CPU 14.2 against 22.7 minutes), every result agreeing to rounding but one kind: a float32
+  (CPU 14.0 against 22.7 minutes), every result agreeing to rounding but one kind: a float32
   ``jax.random.normal`` drawn inside a fused scan can round one float32 ulp away from the same draw made alone,
   which BFW-TVC's and SCBFW-TVC's sphere directions amplify. Their golden trajectories and the FilmTrust
-  experiment's golden summary were generated with this flag (they moved by up to 6e-9 relative when it came);
+  experiment's golden summary were generated with this flag (when it came, the trajectories moved by up to 3.5e-7
+  of each array's scale, SCBFW-TVC's FilmTrust means by up to 5.1e-4 relative);
   their NumPy references, which regenerate the directions alone, compile the runs with the fusion emitters
   (``tests/algorithms/test_bandit_tvc_reference.py``).
 
