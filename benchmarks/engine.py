@@ -13,10 +13,11 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
   OGD and COLDQ (Table 3): >= 3x faster.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan (sessions are built before
-  the timing, and a construction is timed on its own). ``Session`` is also
-  timed as it was at ``OLD_ENGINE``, ``OLD_SESSION`` and ``UNPACKED_SESSION`` (those engines loaded from git),
-  in this process, and against the floor of any path that makes one compiled call per round: a jitted
-  ``x + 1`` called on a host array with its result fetched, which alone costs several scan rounds on a CPU.
+  the timing, and a construction is timed on its own). ``Session`` is also timed as it was at ``OLD_ENGINE``,
+  ``OLD_SESSION``, ``UNPACKED_SESSION`` and ``WORDS_SESSION`` (those engines loaded from git), in this process,
+  with COLDQ as well as OGD against ``WORDS_SESSION``, and against the floor of any path that makes one compiled
+  call per round: a jitted ``x + 1`` called on a host array with its result fetched, which alone costs several
+  scan rounds on a CPU.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ OLD_SESSION = "6df185a"
 """The engine before the Session's one-vector round (the program returns ``[f_t, g_t, bad, x_{t+1}]``)."""
 UNPACKED_SESSION = "0f86869"
 """The engine before the Session packed its arrays into a few buffers per call (``engine._Layout``)."""
+WORDS_SESSION = "cb3b6ac"
+"""The engine before the Session's carry crossed as one vector of words with the round's report
+(``engine._Crossing``)."""
 
 
 def old_engine(commit: str = OLD_ENGINE) -> types.ModuleType | None:
@@ -152,12 +156,12 @@ def main() -> None:
     datas = jax.vmap(lambda s: problem.round_data(None, jax.random.fold_in(env_key, s), s))(jnp.arange(1, R + 1))
     host = [jax.tree.map(lambda a, i=i: np.asarray(a[i]), datas) for i in range(R)]
 
-    def prebuilt(engine=ocokit.engine):
+    def prebuilt(engine=ocokit.engine, learner=learner):
         """Fresh sessions, built before the timing (a Session's construction is timed on its own): one per call."""
         return iter([engine.Session(learner, problem, horizon=R, key=0) for _ in range(args.repeats + 1)])
 
-    def stepped(engine=ocokit.engine):
-        fresh = prebuilt(engine)
+    def stepped(engine=ocokit.engine, learner=learner):
+        fresh = prebuilt(engine, learner)
 
         def rounds():
             session = next(fresh)
@@ -189,6 +193,10 @@ def main() -> None:
         f"session {UNPACKED_SESSION}": old_engine(UNPACKED_SESSION),
     }
     sessions |= {name: stepped(e) for name, e in before.items() if e is not None}
+    words = old_engine(WORDS_SESSION)
+    sessions["session COLDQ"] = stepped(learner=coldq)
+    if words is not None:
+        sessions |= {"words OGD": stepped(words), "words COLDQ": stepped(words, coldq)}
     ts = {name: best.wall for name, best in best_of_each(sessions, args.repeats).items()}
 
     us = lambda seconds, rounds=T: f"{1e6 * seconds / rounds:.2f} us/round"  # noqa: E731
@@ -222,6 +230,12 @@ def main() -> None:
         if name in ts:
             print(f"; {ts[name] / ts['session']:.2f}x faster than at {commit}", end="")
     print()
+    if "words OGD" in ts:
+        print(
+            f"    against {WORDS_SESSION} (before the carry crossed as one vector of words): OGD "
+            f"{ts['words OGD'] / ts['session']:.2f}x faster, COLDQ {ts['words COLDQ'] / ts['session COLDQ']:.2f}x "
+            f"({us(ts['session COLDQ'], R)} against {us(ts['words COLDQ'], R)})"
+        )
     print(
         f"    the floor of one compiled call per round (jit(x + 1) on a host array, the result fetched): "
         f"{us(ts['dispatch'], R)}, {ts['dispatch'] / R / scan_round:.1f}x the scan's round"

@@ -225,6 +225,7 @@ class Context:
         configs: Mapping[Any, dict],
         compute: Callable[[list], Mapping[Any, Records]],
         unit: int | None = None,
+        paths: Mapping[Any, Path] | None = None,
     ) -> dict[Any, Records]:
         """The stored runs of ``configs`` (key -> configuration), running the missing ones with ``compute``.
 
@@ -234,10 +235,10 @@ class Context:
         before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows) counts as
         missing and is recomputed, its file replaced atomically (read only, ``compute=False``: an error naming it).
         A run computed now is returned as its file reads back (what :func:`save_records` returns), without
-        reading the file.
+        reading the file. ``paths`` (key -> :meth:`path`) spares computing the paths again when the caller has.
         """
         name = self.experiment.name
-        paths = {k: self.path(label, c) for k, c in configs.items()}
+        paths = {k: self.path(label, c) for k, c in configs.items()} if paths is None else dict(paths)
         stored: dict[Any, Records] = {}
         missing, corrupt = [], {}
         for k, p in paths.items():
@@ -496,6 +497,7 @@ class Comparison:
         configs = {algo.label: {s: {"algorithm": algo.label, "learner": learner, "problem": problem,
                                     "options": ctx.raw, "T": T, "seed": s} for s in range(ctx.seeds)}
                    for algo, learner in plan}  # fmt: skip
+        paths = {label: {s: ctx.path(label, c) for s, c in cs.items()} for label, cs in configs.items()}
         env = _SeedComparators(problem, T, min(self.comparator_chunk_size, self.chunk_size))  # for every algorithm
         played: dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]] = {}  # units played ahead
         ahead = False  # whether every unit is played before any is stored
@@ -503,10 +505,7 @@ class Comparison:
         summary: Summary = {}
         try:
             if ctx.compute and ctx.executor.in_process:  # computed in threads while the learners play
-                lacking = {  # each algorithm's seeds without a stored run
-                    label: [s for s, c in cs.items() if not ctx.path(label, c).exists()]
-                    for label, cs in configs.items()
-                }
+                lacking = {label: [s for s, p in ps.items() if not p.exists()] for label, ps in paths.items()}
                 ahead = _plays_ahead(problem, T, sum(map(len, lacking.values())))
                 env.start(sorted(set().union(*lacking.values())), workers=1 if ahead else 2)
                 if ahead:
@@ -522,7 +521,8 @@ class Comparison:
                     return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
                             for i, s in enumerate(missing)}  # fmt: skip
 
-                records = list(ctx.cells(algo.label, configs[algo.label], compute, unit=self.chunk_size).values())
+                cells = ctx.cells(algo.label, configs[algo.label], compute, self.chunk_size, paths[algo.label])
+                records = list(cells.values())
                 names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
                 curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
                 summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
