@@ -14,8 +14,8 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan (sessions are built before
   the timing, and a construction is timed on its own). ``Session`` is also timed as it was at ``OLD_ENGINE``,
-  ``OLD_SESSION``, ``UNPACKED_SESSION`` and ``WORDS_SESSION`` (those engines loaded from git), in this process,
-  with COLDQ as well as OGD against ``WORDS_SESSION``, and against the floor of any path that makes one compiled
+  ``OLD_SESSION``, ``UNPACKED_SESSION`` and ``STEADY_SESSION`` (those engines loaded from git), in this process,
+  with COLDQ as well as OGD against ``STEADY_SESSION``, and against the floor of any path that makes one compiled
   call per round: a jitted ``x + 1`` called on a host array with its result fetched, which alone costs several
   scan rounds on a CPU.
 """
@@ -45,9 +45,8 @@ OLD_SESSION = "6df185a"
 """The engine before the Session's one-vector round (the program returns ``[f_t, g_t, bad, x_{t+1}]``)."""
 UNPACKED_SESSION = "0f86869"
 """The engine before the Session packed its arrays into a few buffers per call (``engine._Layout``)."""
-WORDS_SESSION = "cb3b6ac"
-"""The engine before the Session's carry crossed as one vector of words with the round's report
-(``engine._Crossing``)."""
+STEADY_SESSION = "cb3b6ac"
+"""The engine before the Session's carry was laid out for the types its rounds return (``engine._steady_layout``)."""
 
 
 def old_engine(commit: str = OLD_ENGINE) -> types.ModuleType | None:
@@ -193,10 +192,10 @@ def main() -> None:
         f"session {UNPACKED_SESSION}": old_engine(UNPACKED_SESSION),
     }
     sessions |= {name: stepped(e) for name, e in before.items() if e is not None}
-    words = old_engine(WORDS_SESSION)
+    steady = old_engine(STEADY_SESSION)
     sessions["session COLDQ"] = stepped(learner=coldq)
-    if words is not None:
-        sessions |= {"words OGD": stepped(words), "words COLDQ": stepped(words, coldq)}
+    if steady is not None:
+        sessions |= {"steady OGD": stepped(steady), "steady COLDQ": stepped(steady, coldq)}
     ts = {name: best.wall for name, best in best_of_each(sessions, args.repeats).items()}
 
     us = lambda seconds, rounds=T: f"{1e6 * seconds / rounds:.2f} us/round"  # noqa: E731
@@ -230,11 +229,11 @@ def main() -> None:
         if name in ts:
             print(f"; {ts[name] / ts['session']:.2f}x faster than at {commit}", end="")
     print()
-    if "words OGD" in ts:
+    if "steady OGD" in ts:
         print(
-            f"    against {WORDS_SESSION} (before the carry crossed as one vector of words): OGD "
-            f"{ts['words OGD'] / ts['session']:.2f}x faster, COLDQ {ts['words COLDQ'] / ts['session COLDQ']:.2f}x "
-            f"({us(ts['session COLDQ'], R)} against {us(ts['words COLDQ'], R)})"
+            f"    against {STEADY_SESSION} (before the carry was laid out for the rounds' types): OGD "
+            f"{ts['steady OGD'] / ts['session']:.2f}x faster, COLDQ {ts['steady COLDQ'] / ts['session COLDQ']:.2f}x "
+            f"({us(ts['session COLDQ'], R)} against {us(ts['steady COLDQ'], R)})"
         )
     print(
         f"    the floor of one compiled call per round (jit(x + 1) on a host array, the result fetched): "

@@ -269,36 +269,6 @@ def test_a_layout_packs_arrays_into_one_buffer_per_dtype_and_back_exactly():
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def test_a_crossing_carries_the_state_bit_for_bit_in_one_vector_of_words():
-    """A Session's carry crosses as one vector of 32-bit words (4- and 8-byte strongly typed arrays, bitcast) after
-    the report, the rest on their own; integers whose bits are NaN patterns as floats, NaN payloads and infinities
-    come back exactly, inside a program and out."""
-    leaves = [
-        jnp.asarray([-1, 2**31 - 1, -(2**31)], jnp.int32),  # -1 is a NaN pattern as float32
-        jax.lax.bitcast_convert_type(jnp.asarray([0x7F800001, 0x7FC00123], jnp.uint32), jnp.float32),  # NaNs
-        jnp.asarray([jnp.inf, -0.0, 1e-310]),  # float64 (x64), one subnormal
-        jnp.asarray([2**63 - 1, -1], jnp.int64),
-        jnp.asarray(np.uint32(4294967295)),
-        jnp.asarray(2.5),  # weakly typed: crosses on its own
-        jnp.asarray([True, False]),  # boolean: on its own
-        jax.random.key(3),  # a typed key: on its own
-    ]
-    crossing = ocokit.engine._Crossing.of(ocokit.engine._Layout.of(leaves), report=4)
-    assert crossing.merged == (True, True, True, True, True, False, False, False)
-    report = jnp.asarray([1.5, -2.0, -1.0, 7.0])
-    buffers = crossing.join(report, crossing.layout.pack(leaves))
-    assert len(buffers) == 4 and buffers[0].dtype == jnp.uint32
-    through = jax.jit(lambda b: crossing.join(report, crossing.layout.pack(crossing.layout.unpack(crossing.split(b)))))
-    for crossed in (buffers, through(buffers)):
-        words = np.asarray(crossed[0])
-        np.testing.assert_array_equal(words[: crossing.report_words].view(crossing.dtype), np.asarray(report))
-        for a, b in zip(leaves, crossing.layout.unpack(crossing.split(crossed)), strict=True):
-            assert (a.dtype, a.shape) == (b.dtype, b.shape)
-            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended):
-                a, b = jax.random.key_data(a), jax.random.key_data(b)
-            assert a.weak_type == b.weak_type and np.asarray(a).tobytes() == np.asarray(b).tobytes()
-
-
 def test_session_rounds_take_the_state_types_the_rounds_return():
     """A weakly typed leaf of ``init`` that ``update`` makes strongly typed crosses strongly typed from the start
     (as ``lax.scan`` promotes it), so the round compiles once; one that changes dtype is an error."""
@@ -310,7 +280,7 @@ def test_session_rounds_take_the_state_types_the_rounds_return():
     for t in range(1, 5):
         session.observe(problem.round_data(None, jax.random.fold_in(env_key, t), t))
     assert session._round._cache_size() == 1
-    steady = session._crossing.layout.kinds
+    steady = session._carry_layout.kinds
     assert any(a.weak_type and not weak for a, (_, weak) in zip(first, steady, strict=False)), "no promoted leaf"
 
     class _GrowsWide(OGD):

@@ -940,18 +940,15 @@ class Session:
 
     Design: one compiled call per round. ``observe`` runs the round's loss, constraints, feedback and
     update *and the next decision* in a single program whose learner, problem and state stay on the
-    device; the host reads the round's report ``[f_t, g_t, bad, x_{t+1}]`` (``bad``: which of the loss, the
-    constraints and the decision was non-finite, or -1) from the program's one output, which is also what the
-    next ``decide()`` returns. ``observe_many`` runs the same round body in a ``lax.scan`` over the burst (a burst
+    device; the host receives one vector ``[f_t, g_t, bad, x_{t+1}]`` (``bad``: which of the loss, the
+    constraints and the decision was non-finite, or -1), in one transfer, which is also what the next
+    ``decide()`` returns. ``observe_many`` runs the same round body in a ``lax.scan`` over the burst (a burst
     of a new length compiles once). The programs are compiled once per learner and problem structure,
-    shared by every session of that structure (numbers are arguments).
-
-    What a call costs on a CPU is mostly what crosses it (each array passed in a little, each array returned a
-    few microseconds) and the Python around it. So the learner's and problem's arrays cross as one buffer per
-    dtype (:class:`_Layout`, set up once, at construction); the state, the carried history and the decision
-    cross as one vector of 32-bit words that also carries the report (:class:`_Crossing`; only a weakly typed,
-    boolean, 8- or 16-bit or complex array of the state, or a typed key, crosses on its own); the round's data
-    crosses as given. Measured by ``benchmarks/engine.py``.
+    shared by every session of that structure (numbers are arguments). Every array that crosses a call adds
+    to its cost (about half a microsecond each on a 2-core CPU), so the learner's and problem's arrays cross
+    as one buffer per dtype, and so do the state, the carried history and the decision (:class:`_Layout`, set
+    up once, at construction); only the round's data crosses as given. The carry is laid out for the types
+    the rounds return (:func:`_steady_layout`), so the round compiles once.
 
     Example:
         >>> import ocokit
@@ -974,32 +971,30 @@ class Session:
         params, params_def = jax.tree.flatten(params)
         carry, self._carry_def = jax.tree.flatten(carry)
         x = carry[-1]  # the decision to play, until observe (the last leaf of (state, history, x))
-        self._n = n = problem.num_constraints
+        self._n = problem.num_constraints
         params_layout = _Layout.of(params)
         structure = (static, params_def, params_layout, self._carry_def)
         try:
             layout = _steady_layout(*structure, _Layout.of(carry), horizon)
         except TypeError:  # a structure that cannot be hashed (a dict-valued static field): found for this session
             layout = _steady_layout.__wrapped__(*structure, _Layout.of(carry), horizon)
-        self._crossing = crossing = _Crossing.of(layout, report=n + 2 + math.prod(x.shape))
-        self._params, self._carry = params_layout.pack(params), _compiled_join(crossing)(carry)
+        self._carry_layout = layout
+        self._params, self._carry = params_layout.pack(params), _compiled_pack(layout)(carry)
         self._x = x
-        structure = (*structure, crossing, _game_options(problem))
+        structure = (*structure, layout, _game_options(problem))
         try:
             self._round, self._rounds = _session_programs(*structure)
-        except TypeError:
+        except TypeError:  # unhashable, as above: compiled for this session
             self._round, self._rounds = _session_programs.__wrapped__(*structure)
-        # read on every round: plain attributes (an equinox module's attributes are slow to read)
-        self._report_words, self._report_dtype = crossing.report_words, crossing.dtype
         self._x_host: np.ndarray | None = None
-        self._out: np.ndarray | None = None  # the last round's report [f_t, g_t, bad, x_{t+1}]
+        self._out: np.ndarray | None = None  # the last round's host vector [f_t, g_t, bad, x_{t+1}]
         self._x_shape, self._x_dtype = tuple(x.shape), np.dtype(x.dtype)
         self.t = 0
 
     @property
     def state(self) -> Any:
         """The learner's current state."""
-        carry = _compiled_unpack(self._crossing)(self._carry)  # compiled once per crossing
+        carry = _compiled_unpack(self._carry_layout)(self._carry)  # compiled once per layout
         return jax.tree.unflatten(self._carry_def, carry)[0]
 
     def decide(self) -> np.ndarray:
@@ -1007,7 +1002,7 @@ class Session:
         if self._x_host is None:
             if self._out is None:  # before the first round, or after a burst
                 self._x_host = np.asarray(self._x)
-            else:  # x_{t+1} came with the last round's report: no transfer
+            else:  # x_{t+1} came with the last round's vector: no transfer
                 x = self._out[self._n + 2 :]
                 if x.dtype != self._x_dtype:
                     x = x.astype(self._x_dtype)
@@ -1016,9 +1011,8 @@ class Session:
 
     def observe(self, data: Any) -> dict[str, np.ndarray]:
         """Absorb this round's data; returns the loss and constraint values at the played point."""
-        self._carry = self._round(self._params, self._carry, data)
-        # the report [f_t, g_t (N), bad, x_{t+1}]: a view of the output's words, no copy
-        self._out = out = np.asarray(self._carry[0])[: self._report_words].view(self._report_dtype)
+        self._carry, out = self._round(self._params, self._carry, data)
+        self._out = out = np.asarray(out)  # [f_t, g_t (N), bad, x_{t+1}]: the round's one transfer
         self._x_host = None
         self.t += 1
         n = self._n
@@ -1071,13 +1065,6 @@ class _Layout(eqx.Module):
         groups = tuple(dict.fromkeys(k for k, a in zip(kinds, alone, strict=True) if not a))
         return cls(tuple(tuple(np.shape(a)) for a in leaves), kinds, alone, groups)
 
-    def sizes(self) -> tuple[int, ...]:
-        """The number of entries of each buffer of :attr:`groups` (not those that cross alone)."""
-        return tuple(
-            sum(math.prod(s) for s, k, a in zip(self.shapes, self.kinds, self.alone, strict=True) if k == g and not a)
-            for g in self.groups
-        )
-
     def pack(self, leaves: Sequence[Any]) -> tuple[Any, ...]:
         """The buffers: one per kind of :attr:`groups`, then each array that crosses alone; ``ValueError`` if an array
         is not of the dtype and shape of the layout (a Session's state must keep those of its first round)."""
@@ -1106,91 +1093,17 @@ class _Layout(eqx.Module):
         return leaves
 
 
-_WORD = np.dtype(np.uint32)
-"""The word a Session's carry crosses in (:class:`_Crossing`)."""
-
-
-class _Crossing(eqx.Module):
-    """How a :class:`Session`'s carry (its state, history and decision) and the round's report cross a call: as
-    few outputs as possible, since each array a program returns costs a few microseconds on the CPU.
-
-    The buffers of the carry's :class:`_Layout` whose entries are 4 or 8 bytes wide and strongly typed (floats,
-    integers) are reinterpreted bit for bit as 32-bit words (``lax.bitcast_convert_type``: no rounding, NaN
-    payloads kept) and concatenated after the report into one vector of words; the others (weakly typed, boolean,
-    8- or 16-bit, complex, typed keys) cross on their own after it. The report ``[f_t, g_t, bad, x_{t+1}]`` is in
-    the default float dtype (float64 with x64 enabled, else float32: exact for any loss the program computes), so
-    the host reads it from the vector's first words with a NumPy view.
-    """
-
-    layout: _Layout = eqx.field(static=True)
-    report: int = eqx.field(static=True)  # entries of the report
-    merged: tuple[bool, ...] = eqx.field(static=True)  # per buffer of layout.pack: whether it rides in the words
-    dtype: Any = eqx.field(static=True)  # the report's dtype
-
-    @classmethod
-    def of(cls, layout: _Layout, report: int) -> _Crossing:
-        def fits(group: tuple[Any, bool]) -> bool:
-            dtype, weak = np.dtype(group[0]), group[1]
-            return not weak and dtype.kind in "fiu" and dtype.itemsize in (4, 8)
-
-        buffers = len(layout.groups) + sum(layout.alone)
-        merged = tuple(i < len(layout.groups) and fits(layout.groups[i]) for i in range(buffers))
-        return cls(layout, report, merged, np.dtype(jnp.result_type(float)))
-
-    @property
-    def report_words(self) -> int:
-        """The words the report takes at the front of the vector."""
-        return self.report * self.dtype.itemsize // _WORD.itemsize
-
-    def join(self, report: Array, buffers: Sequence[Array]) -> tuple[Array, ...]:
-        """The crossing of ``report`` (cast to :attr:`dtype`) and the carry's ``buffers`` (``layout.pack``)."""
-        words = [_to_words(report.astype(self.dtype))]
-        words += [_to_words(b) for b, merged in zip(buffers, self.merged, strict=True) if merged]
-        return (jnp.concatenate(words), *(b for b, merged in zip(buffers, self.merged, strict=True) if not merged))
-
-    def split(self, crossing: Sequence[Array]) -> list[Array]:
-        """The carry's buffers (``layout.pack``'s) in ``crossing``."""
-        words, apart = crossing[0], iter(crossing[1:])
-        start, buffers = self.report_words, []
-        sizes = (*self.layout.sizes(), *([0] * (len(self.merged) - len(self.layout.groups))))
-        for i, (merged, size) in enumerate(zip(self.merged, sizes, strict=True)):
-            if not merged:
-                buffers.append(next(apart))
-                continue
-            dtype = np.dtype(self.layout.groups[i][0])
-            count = size * dtype.itemsize // _WORD.itemsize
-            buffers.append(_from_words(words[start : start + count], dtype))
-            start += count
-        return buffers
-
-
-def _to_words(a: Array) -> Array:
-    """``a``'s bits as a vector of 32-bit words."""
-    a = jnp.ravel(a)
-    return a if a.dtype == _WORD else jax.lax.bitcast_convert_type(a, _WORD).reshape(-1)
-
-
-def _from_words(words: Array, dtype: np.dtype) -> Array:
-    """The vector of ``dtype`` whose bits are ``words`` (:func:`_to_words` undone)."""
-    if dtype == _WORD:
-        return words
-    ratio = dtype.itemsize // _WORD.itemsize
-    return jax.lax.bitcast_convert_type(words if ratio == 1 else words.reshape(-1, ratio), dtype)
-
-
 @functools.cache
-def _compiled_join(crossing: _Crossing):
-    """A session's first crossing from its carry's leaves (a zero report), compiled once per crossing; a weakly
-    typed leaf that rounds return strongly typed (:func:`_steady_layout`) is made strongly typed first, as
-    ``lax.scan`` does with such a carry."""
+def _compiled_pack(layout: _Layout):
+    """``layout.pack`` of a session's first carry, compiled once per layout; a weakly typed leaf that rounds return
+    strongly typed (:func:`_steady_layout`) is made strongly typed first, as ``lax.scan`` does with such a carry."""
 
-    def join(leaves):
-        kinds = crossing.layout.kinds
+    def pack(leaves):
         leaves = [a if getattr(a, "weak_type", False) == weak else a.astype(dtype) for a, (dtype, weak) in
-                  zip(leaves, kinds, strict=True)]  # fmt: skip
-        return crossing.join(jnp.zeros(crossing.report, crossing.dtype), crossing.layout.pack(leaves))
+                  zip(leaves, layout.kinds, strict=True)]  # fmt: skip
+        return layout.pack(leaves)
 
-    return jax.jit(join)
+    return jax.jit(pack)
 
 
 @functools.lru_cache(maxsize=32)
@@ -1201,7 +1114,7 @@ def _steady_layout(static, params_def, params_layout, carry_def, first: _Layout,
 
     They differ only in weak types: a weakly typed leaf of ``init`` (a decision built from a Python scalar, say) that
     the update makes strongly typed. Every round after the first receives the round's layout, so a session's
-    crossing is built on it from the start (``lax.scan`` promotes such a carry the same way). A round that changes
+    buffers are laid out by it from the start (``lax.scan`` promotes such a carry the same way). A round that changes
     a leaf's shape or dtype is an error, as in ``lax.scan``.
     """
 
@@ -1229,10 +1142,9 @@ def _steady_layout(static, params_def, params_layout, carry_def, first: _Layout,
 
 
 @functools.cache
-def _compiled_unpack(crossing: _Crossing):
-    """The carry's leaves in a crossing, compiled (a slice of a device array outside a program would compile one
-    per slice)."""
-    return jax.jit(lambda buffers: crossing.layout.unpack(crossing.split(buffers)))
+def _compiled_unpack(layout: _Layout):
+    """``layout.unpack``, compiled (a slice of a device array outside a program would compile one per slice)."""
+    return jax.jit(layout.unpack)
 
 
 @eqx.filter_jit
@@ -1261,16 +1173,16 @@ def _session_play(static, params, state, history, x, data):
 
 
 @functools.lru_cache(maxsize=32)
-def _session_programs(static, params_def, params_layout, carry_def, crossing, options=()):
+def _session_programs(static, params_def, params_layout, carry_def, carry_layout, options=()):
     """The compiled round and burst of one learner-and-problem structure (its numbers are arguments), compiled
     with the XLA ``options`` of the game (:func:`_game_options`).
 
     Looked up once per session (the structure is hashed here, not on every round) and shared by every
-    session of that structure. The programs take the learner's and problem's arrays packed by their
-    :class:`_Layout` and the carry ``(state, history, x)`` as its :class:`_Crossing`, so a round is one fast-path
-    ``jit`` dispatch with a few arguments and no Python pytree work. ``play`` returns the next crossing, whose
-    words begin with the round's report ``[f_t, g_t, bad, x_{t+1}]`` (:func:`_coded`); ``rounds`` the next
-    crossing, the next decision and one row ``[f_t, g_t, bad]`` per round.
+    session of that structure. The programs take the learner's and problem's arrays and the carry
+    ``(state, history, x)`` packed by their :class:`_Layout`, so a round is one fast-path ``jit`` dispatch
+    with a few arguments and no Python pytree work. ``play`` returns the packed carry and the round's one
+    host vector ``[f_t, g_t, bad, x_{t+1}]`` (:func:`_coded`), ``rounds`` the packed carry, the next decision and
+    one row ``[f_t, g_t, bad]`` per round.
     """
 
     def step(params, carry, data):
@@ -1278,21 +1190,23 @@ def _session_programs(static, params_def, params_layout, carry_def, crossing, op
         state, history, x, report = _session_play(static, params, state, history, x, data)
         return (state, history, x), _coded(report)
 
-    def unpacked(params, buffers):
+    def unpacked(params, carry):
         params = jax.tree.unflatten(params_def, params_layout.unpack(params))
-        return params, jax.tree.unflatten(carry_def, crossing.layout.unpack(crossing.split(buffers)))
+        return params, jax.tree.unflatten(carry_def, carry_layout.unpack(carry))
 
-    def packed(carry, report):
-        return crossing.join(report, crossing.layout.pack(jax.tree.leaves(carry)))
+    def packed(carry):
+        return carry_layout.pack(jax.tree.leaves(carry))
 
-    def play(params, buffers, data):
-        carry, report = step(*unpacked(params, buffers), data)
-        return packed(carry, jnp.concatenate([report.astype(crossing.dtype), carry[-1].ravel().astype(crossing.dtype)]))
+    def play(params, carry, data):
+        carry, report = step(*unpacked(params, carry), data)
+        x = carry[-1]
+        dtype = jnp.promote_types(report.dtype, x.dtype)  # wide enough for both: the host gets both exactly
+        return packed(carry), jnp.concatenate([report.astype(dtype), x.ravel().astype(dtype)])
 
-    def rounds(params, buffers, datas):
-        params, carry = unpacked(params, buffers)
+    def rounds(params, carry, datas):
+        params, carry = unpacked(params, carry)
         carry, reports = jax.lax.scan(lambda c, data: step(params, c, data), carry, datas)
-        return packed(carry, jnp.zeros(crossing.report, crossing.dtype)), carry[-1], reports
+        return packed(carry), carry[-1], reports
 
     return jax.jit(play, compiler_options=dict(options)), jax.jit(rounds, compiler_options=dict(options))
 
