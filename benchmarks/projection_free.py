@@ -16,7 +16,11 @@ appear only beside them. Targets (issue 4):
    :data:`PASS_BUFFERS` matrices. The pass on a matrix already in cache is printed beside it;
 4. against today's main (``OLD``: its ``NuclearNormBall`` loaded from git into this process, and its
    threefry draw of ``P_t``, pinned below): OFW-TVC's round, the draw of ``P_t`` and the warm LMO call,
-   old time / new time.
+   old time / new time;
+5. the round's two savings since :data:`BEFORE_IN_PLACE`, each turned off in this process: the loss gradient as
+   one elementwise expression (off: :class:`ScatteredGradient`, the sum over O differentiated by JAX, pinned
+   below) and the decision written in place (off: the engine's ``_LARGE_GAME`` options emptied), old time /
+   new time per round.
 
 The ratings are MovieLens-100k when found (``--data`` or ``OCOKIT_DATA`` or ``../shared/data``), else a
 synthetic low-rank matrix of the same size and density.
@@ -50,6 +54,36 @@ PASS_BUFFERS = 8
 """Distinct m x n float64 matrices the timed pass cycles through (8 x 12.7 MB, beyond a 32 MiB cache)."""
 OLD = "6df185a"
 """Today's main before the fast matrix rounds (issue 14): its ``src/ocokit/sets/_nuclear.py`` is the old LMO."""
+
+
+BEFORE_IN_PLACE = "9b9b457"
+"""The main before the dense loss gradient and the in-place decision of section (5)."""
+
+
+class ScatteredGradient(OnlineMatrixCompletion):
+    """The problem as :data:`BEFORE_IN_PLACE` differentiated its loss over all of O (pinned here): JAX's derivative
+    of the sum over O, which writes a zero matrix and scatters the residuals into it every round."""
+
+    def loss(self, data, x):
+        if self.sampling != "all":
+            return super().loss(data, x)
+        residual = x[self.users, self.items] - self.ratings
+        return 0.5 * jnp.sum(residual * residual)
+
+
+def with_large_game_options(options: dict, fn):
+    """``fn`` called with the engine's ``_LARGE_GAME`` options set to ``options`` (its programs are compiled and
+    kept per options, so both settings stay compiled side by side)."""
+    engine = ocokit.engine
+
+    def call():
+        kept, engine._LARGE_GAME = engine._LARGE_GAME, options
+        try:
+            return fn()
+        finally:
+            engine._LARGE_GAME = kept
+
+    return call
 
 
 def old_nuclear() -> types.ModuleType | None:
@@ -201,6 +235,29 @@ def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int,
         )
     else:
         print(f"(4) today's main ({OLD}) not found in git: no comparison")
+    in_place_savings(rat, problem, learner, T, repeats, tvc)
+
+
+def in_place_savings(rat, problem, learner, T: int, repeats: int, tvc: float) -> None:
+    """Section (5): OFW-TVC's steady-state round with the dense gradient and the in-place decision each off."""
+    scattered = ScatteredGradient(rat, radius=problem.rho)
+    variants = {
+        "no in-place decision": (problem, {}),
+        "scattered gradient": (scattered, None),
+        "neither": (scattered, {}),
+    }
+    fns = {}
+    for name, (game, options) in variants.items():
+        for horizon in (T, 2 * T):
+            fn = run_of(learner, game, horizon)
+            fns[name, horizon] = fn if options is None else with_large_game_options(options, fn)
+    fns |= {("now", T): run_of(learner, problem, T), ("now", 2 * T): run_of(learner, problem, 2 * T)}
+    t = {key: best.wall for key, best in best_of_each(fns, repeats).items()}
+    now = (t["now", 2 * T] - t["now", T]) / T
+    print(f"(5) the round's savings since {BEFORE_IN_PLACE}, each turned off in this process (old / new round time):")
+    for name in variants:
+        old = (t[name, 2 * T] - t[name, T]) / T
+        print(f"    {name}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}; section (2)'s round {fmt(tvc)}]")
 
 
 def draw_only(problem, T: int):

@@ -1,5 +1,6 @@
 """The engine: run / sweep / stack / Session, common random numbers, non-finite detection, bad input."""
 
+import re
 import threading
 
 import equinox as eqx
@@ -11,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ocokit
-from ocokit.algorithms import OGD
+from ocokit.algorithms import OFWTVC, OGD, ProblemInfo
 from ocokit.engine import NonFiniteError
 from ocokit.feedback import PREDICTIONS
-from ocokit.problems import TimeVaryingRegression
+from ocokit.problems import OnlineMatrixCompletion, TimeVaryingRegression, synthetic_low_rank_ratings
 
 from .helpers import NaNAt, count_compiles, quadratic_problem
 from .learner_cases import CASES, cases
@@ -560,7 +561,7 @@ def _weighted_distance(data, x):
 
 
 def _large_game():
-    """A game whose decision has one entry more than ``engine.SMALL_DECISION``: it keeps XLA's default options."""
+    """A game whose decision has one entry more than ``engine.SMALL_DECISION``: it compiles with ``_LARGE_GAME``."""
     dim = ocokit.engine.SMALL_DECISION + 1
     return ocokit.problems.CustomProblem(
         domain=ocokit.sets.Box(0.0, 1.0, dim=dim), loss=lambda d, x: jnp.sum((x - d) ** 2), data=jnp.zeros((1, dim))
@@ -577,7 +578,7 @@ def test_short_sweeps_compile_without_fusion_emitters_when_asked_and_keep_their_
         engine.compile_short_sweeps(-1)
     learner = ocokit.algorithms.COLDQ.from_theory(ocokit.algorithms.ProblemInfo.of(small, T))
     engine.compile_short_sweeps(T * S)  # reset after the test (conftest's _library_compile_options)
-    assert engine._sweep_options(large, 1) == ()  # a large game keeps XLA's defaults, however short
+    assert engine._sweep_options(large, 1) == engine._game_options(large)  # a large game's own, however short
     assert engine._sweep_options(small, T * S + 1) == engine._game_options(small)
     if not engine._cpu_knows(tuple((dict(engine._SMALL_GAME) | engine._SHORT_SWEEP).items())):
         pytest.skip("this backend's XLA lacks one of these options")
@@ -592,12 +593,12 @@ def test_short_sweeps_compile_without_fusion_emitters_when_asked_and_keep_their_
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * (1.0 + scale))
 
 
-def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_defaults():
+def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_them():
     engine = ocokit.engine
     small = ocokit.problems.TimeVaryingRegression()
     large = _large_game()
     assert engine._usable({"xla_no_such_option": True}) == ()  # an XLA that lacks an option: its defaults
-    assert engine._game_options(large) == ()
+    assert engine._game_options(large) == engine._usable(engine._LARGE_GAME)  # YNNPACK kept
     if not engine._cpu_knows(tuple(engine._SMALL_GAME.items())):
         pytest.skip("this backend's XLA has no YNNPACK fusion option")
     options = engine._game_options(small)
@@ -613,3 +614,24 @@ def test_small_games_compile_without_ynnpack_fusions_and_large_games_keep_xla_de
     assert "__ynn_fusion" in default.compiled.as_text()  # XLA's default hands the round's dots to YNNPACK
     assert "__ynn_fusion" not in chosen.compiled.as_text()
     np.testing.assert_allclose(chosen(*game).decisions, default(*game).decisions, rtol=1e-13, atol=1e-13)
+
+
+def test_large_games_write_each_new_decision_over_the_old_one():
+    """A large game's round records what it reads of ``x_t`` (its loss, its finiteness) apart from the update;
+    with ``_LARGE_GAME`` XLA still writes ``x_{t+1}`` over ``x_t`` instead of copying ``x_t`` first each round."""
+    engine = ocokit.engine
+    if not engine._cpu_knows(tuple(engine._LARGE_GAME.items())):
+        pytest.skip("this backend's XLA has no region-analysis copy insertion option")
+    problem = OnlineMatrixCompletion(synthetic_low_rank_ratings(257, 256, n_obs=3000, step=1.0), radius=50.0)
+    assert not engine._small_game(problem)
+    game = (OFWTVC.from_theory(ProblemInfo.of(problem, 9)), problem, 9, jax.random.PRNGKey(0), False, False)
+    default = eqx.filter_jit(engine._run).lower(*game).compile()
+    chosen = engine._compiled(engine._run, engine._game_options(problem)).jitted.lower(*game).compile()
+
+    def copies(compiled):  # copies of a 257 x 256 matrix: the first carry's, and the round's copy of x_t
+        return len(re.findall(r"\[257,256\]\{1,0\} copy\(", compiled.compiled.as_text()))
+
+    assert copies(chosen) == copies(default) - 1
+    got, want = chosen(*game), default(*game)
+    for name in ("loss", "constraints"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))

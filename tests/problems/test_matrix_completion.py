@@ -9,6 +9,7 @@ import pytest
 
 from ocokit.datasets import load_filmtrust, load_movielens
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings
+from ocokit.problems._matrix_completion import _observed_squares
 
 
 def small(sampling="entry", batch_size=1, radius=4.0, constants="worst_case"):
@@ -55,6 +56,34 @@ def test_loss_constraint_and_gradients_match_the_formulas():
     np.add.at(grad, (u, i), Xn[u, i] - r)
     np.testing.assert_allclose(jax.grad(problem.loss, argnums=1)(data, X), grad, rtol=1e-12)
     np.testing.assert_allclose(jax.jacrev(problem.constraints, argnums=1)(data, X)[0], PT, rtol=1e-12)
+
+
+def test_full_loss_gradient_is_the_scattered_residuals_bit_for_bit_as_one_elementwise_pass():
+    problem = OnlineMatrixCompletion(synthetic_low_rank_ratings(30, 40, n_obs=200, step=1.0), radius=10.0)
+    X = jax.random.normal(jax.random.PRNGKey(0), (30, 40))
+    dX = jax.random.normal(jax.random.PRNGKey(1), (30, 40))
+
+    def reference(X, ratings=problem.ratings):  # the sum over O, differentiated by JAX: a scatter of residuals
+        residual = X[problem.users, problem.items] - ratings
+        return 0.5 * jnp.sum(residual * residual)
+
+    loss = jax.jit(lambda X: problem.loss(None, X))
+    assert loss(X) == jax.jit(reference)(X)  # summed in the same order
+    np.testing.assert_array_equal(jax.jit(jax.grad(loss))(X), jax.jit(jax.grad(reference))(X))
+    Xn, u, i, r = np.asarray(X), np.asarray(problem.users), np.asarray(problem.items), np.asarray(problem.ratings)
+    grad = np.zeros((30, 40))
+    grad[u, i] = Xn[u, i] - r
+    np.testing.assert_array_equal(jax.grad(loss)(X), grad)  # and NumPy's, exactly (O's entries are distinct)
+    hvp = jax.jvp(jax.grad(loss), (X,), (dX,))[1]  # the Hessian: the projection onto O
+    np.testing.assert_array_equal(hvp, np.where(grad != 0, np.asarray(dX), 0.0))
+    by_ratings = jax.grad(lambda v: _observed_squares(X, problem.users, problem.items, v, problem.observed))
+    np.testing.assert_allclose(by_ratings(problem.ratings), jax.grad(lambda v: reference(X, v))(problem.ratings))
+
+    def primitives(f):
+        return {eqn.primitive.name for eqn in jax.make_jaxpr(jax.grad(f))(X).jaxpr.eqns}
+
+    assert "scatter-add" in primitives(reference)
+    assert "scatter-add" not in primitives(loss)
 
 
 def test_constraint_is_one_elementwise_pass_without_matrix_products():

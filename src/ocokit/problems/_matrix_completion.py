@@ -128,6 +128,7 @@ class OnlineMatrixCompletion(AbstractProblem):
     users: Int[Array, " n_obs"]
     items: Int[Array, " n_obs"]
     ratings: Float[Array, " n_obs"]
+    observed: Float[Array, "m n"] | None
     sampling: str = eqx.field(static=True)
     constant_rule: str = eqx.field(static=True)
     batch_size: int = eqx.field(static=True)
@@ -162,6 +163,11 @@ class OnlineMatrixCompletion(AbstractProblem):
         self.users = jnp.asarray(ratings.users, dtype=jnp.int32)
         self.items = jnp.asarray(ratings.items, dtype=jnp.int32)
         self.ratings = jnp.asarray(values)
+        self.observed = None
+        if sampling == "all":  # M on O and NaN elsewhere: the loss gradient as one elementwise expression
+            observed = np.full((ratings.n_users, ratings.n_items), np.nan, dtype=self.ratings.dtype)
+            observed[np.asarray(ratings.users), np.asarray(ratings.items)] = values
+            self.observed = jnp.asarray(observed)
         self.sampling, self.batch_size, self.constant_rule = sampling, int(batch_size), constants
         self.rho = float(radius)
         self.rating_max = float(np.max(np.abs(values)))
@@ -228,12 +234,16 @@ class OnlineMatrixCompletion(AbstractProblem):
         return data
 
     def loss(self, data, x):
+        """``f_t(X) = sum_{(i,j) in O_t} (X_ij - M_ij)^2 / 2``, summed in the order of the observed entries.
+
+        With ``sampling="all"`` its derivative is the elementwise ``where((i, j) in O, X - M, 0)``
+        (:func:`_observed_squares`): the same numbers as differentiating the sum over O, which scatters the
+        residuals into a zero matrix, in one pass that XLA fuses into the learner's own (the gradient sums).
+        """
         if self.sampling == "all":
-            users, items, values = self.users, self.items, self.ratings
-        else:
-            i = data["index"]
-            users, items, values = self.users[i], self.items[i], self.ratings[i]
-        residual = x[users, items] - values
+            return _observed_squares(x, self.users, self.items, self.ratings, self.observed)
+        i = data["index"]
+        residual = x[self.users[i], self.items[i]] - self.ratings[i]
         return 0.5 * jnp.sum(residual * residual)
 
     def constraints(self, data, x):
@@ -263,3 +273,32 @@ class OnlineMatrixCompletion(AbstractProblem):
             strong_convexity=0.0,
             smoothness=slope,
         )
+
+
+def _squares(x: Array, users: Array, items: Array, values: Array) -> tuple[Array, Array]:
+    """``(sum_k (x[users_k, items_k] - values_k)^2 / 2, the residuals)``."""
+    residual = x[users, items] - values
+    return 0.5 * jnp.sum(residual * residual), residual
+
+
+@jax.custom_jvp
+def _observed_squares(x: Array, users: Array, items: Array, values: Array, observed: Array) -> Array:
+    """The loss over all of O: ``sum_k (x[users_k, items_k] - values_k)^2 / 2``; ``observed`` is M on O, NaN off it.
+
+    Its JVP (so its gradient) in ``x`` is the dense ``where(isnan(observed), 0, x - observed)``: the
+    derivative of the sum is the residuals scattered into a zero matrix, and on O both are ``X_ij - M_ij``,
+    computed the same way, so the gradient is the same bit for bit (the entries of O are distinct). Written
+    elementwise, it joins the fused pass of the learner that consumes it instead of a zero matrix written and
+    a scatter into it each round. ``values`` has its derivative (minus the residuals); ``observed`` only
+    encodes O and M for the gradient and has none.
+    """
+    return _squares(x, users, items, values)[0]
+
+
+@_observed_squares.defjvp
+def _observed_squares_jvp(primals, tangents):
+    x, users, items, values, observed = primals
+    dx, _, _, dvalues, _ = tangents
+    loss, residual = _squares(x, users, items, values)
+    grad = jnp.where(jnp.isnan(observed), jnp.zeros((), x.dtype), x - observed.astype(x.dtype))
+    return loss, jnp.sum(grad * dx) - jnp.sum(residual * dvalues)
