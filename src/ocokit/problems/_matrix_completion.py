@@ -113,6 +113,11 @@ class OnlineMatrixCompletion(AbstractProblem):
         batch_size: entries per round for ``"minibatch"`` (``>= 1``).
         lmo_tol, lmo_max_iter: tolerance and step cap of the set's warm-started Lanczos LMO.
 
+    Attributes:
+        observed: with ``sampling="all"``, the m x n matrix holding M on O and NaN elsewhere, from which the
+            loss's gradient is one elementwise expression (:meth:`loss`); ``None`` otherwise. It is built from
+            ``users``, ``items`` and ``ratings`` here: a copy with other ratings must be constructed anew.
+
     Example:
         >>> from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings
         >>> problem = OnlineMatrixCompletion(synthetic_low_rank_ratings(6, 5, n_obs=12), radius=10.0)
