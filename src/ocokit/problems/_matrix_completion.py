@@ -248,8 +248,7 @@ class OnlineMatrixCompletion(AbstractProblem):
         if self.sampling == "all":
             return _observed_squares(x, self.users, self.items, self.ratings, self.observed)
         i = data["index"]
-        residual = x[self.users[i], self.items[i]] - self.ratings[i]
-        return 0.5 * jnp.sum(residual * residual)
+        return _squares(x, self.users[i], self.items[i], self.ratings[i])[0]
 
     def constraints(self, data, x):
         return jnp.sum(data["PT"] * x)[None]
