@@ -292,6 +292,30 @@ def test_session_rounds_take_the_state_types_the_rounds_return():
         ocokit.Session(_GrowsWide(eta=0.01), problem, horizon=4)
 
 
+class _DictStatic(TimeVaryingRegression):
+    """Fig. 1's problem with a dict-valued static field: its structure cannot be hashed."""
+
+    notes: dict = eqx.field(static=True)
+
+    def __init__(self):
+        super().__init__()
+        self.notes = {"source": "test"}
+
+
+def test_session_of_an_unhashable_structure_is_built_for_itself_and_plays_the_same():
+    plain, odd = TimeVaryingRegression(), _DictStatic()
+    with pytest.raises(TypeError):
+        hash(eqx.partition(odd, eqx.is_array)[1])  # what a Session keys its round program on
+    sessions = [ocokit.Session(OGD(eta=0.01), p, horizon=3, key=0) for p in (plain, odd)]
+    env_key = ocokit.engine.split_key(sessions[0].key)[0]
+    for t in range(1, 4):
+        data = plain.round_data(None, jax.random.fold_in(env_key, t), t)
+        losses = [s.observe(data) for s in sessions]
+        np.testing.assert_array_equal(*(np.asarray(s.decide()) for s in sessions))
+        for name in ("loss", "constraints"):
+            np.testing.assert_array_equal(losses[0][name], losses[1][name])
+
+
 def test_session_raises_on_non_finite_with_round():
     problem = NaNAt(ocokit.sets.Box(-1.0, 1.0, dim=2), bad=3)
     session = ocokit.Session(OGD(eta=0.1), problem, horizon=5)

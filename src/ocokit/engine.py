@@ -991,18 +991,11 @@ class Session:
         self._n = problem.num_constraints
         params_layout = _Layout.of(params)
         structure = (static, params_def, params_layout, self._carry_def)
-        try:
-            layout = _steady_layout(*structure, _Layout.of(carry), horizon)
-        except TypeError:  # a structure that cannot be hashed (a dict-valued static field): found for this session
-            layout = _steady_layout.__wrapped__(*structure, _Layout.of(carry), horizon)
+        layout = _cached(_steady_layout, *structure, _Layout.of(carry), horizon)
         self._carry_layout = layout
         self._params, self._carry = params_layout.pack(params), _compiled_pack(layout)(carry)
         self._x = x
-        structure = (*structure, layout, _game_options(problem))
-        try:
-            self._round, self._rounds = _session_programs(*structure)
-        except TypeError:  # unhashable, as above: compiled for this session
-            self._round, self._rounds = _session_programs.__wrapped__(*structure)
+        self._round, self._rounds = _cached(_session_programs, *structure, layout, _game_options(problem))
         self._x_host: np.ndarray | None = None
         self._out: np.ndarray | None = None  # the last round's host vector [f_t, g_t, bad, x_{t+1}]
         self._x_shape, self._x_dtype = tuple(x.shape), np.dtype(x.dtype)
@@ -1108,6 +1101,16 @@ class _Layout(eqx.Module):
             offsets[kind] = start + size
             leaves.append(packed[kind][start : start + size].reshape(shape))
         return leaves
+
+
+def _cached(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` through ``fn``'s cache (``functools.lru_cache``), or computed afresh for ``args`` that cannot be
+    hashed (a learner or problem with a dict-valued static field): a Session's structure-keyed parts."""
+    try:
+        hash(args)
+    except TypeError:
+        return fn.__wrapped__(*args)
+    return fn(*args)
 
 
 @functools.cache
