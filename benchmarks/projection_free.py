@@ -20,7 +20,9 @@ appear only beside them. Targets (issue 4):
 5. the round's two savings since :data:`BEFORE_IN_PLACE`, each turned off in this process: the loss gradient as
    one elementwise expression (off: :class:`ScatteredGradient`, the sum over O differentiated by JAX, pinned
    below) and the decision written in place (off: the engine's ``_LARGE_GAME`` options emptied), old time /
-   new time per round.
+   new time per round;
+6. with ``--filmtrust``: the in-place decision for the bandit learners BFW-TVC and SCBFW-TVC on FilmTrust
+   (1508 x 2071), ``_LARGE_GAME`` as is and emptied in this process, old time / new time per round.
 
 The ratings are MovieLens-100k when found (``--data`` or ``OCOKIT_DATA`` or ``../shared/data``), else a
 synthetic low-rank matrix of the same size and density.
@@ -45,7 +47,7 @@ import numpy as np  # noqa: E402
 import ocokit  # noqa: E402
 from _git import module_at  # noqa: E402
 from _timing import best_of, best_of_each  # noqa: E402
-from ocokit.algorithms import OFWTVC, OGD, ProblemInfo  # noqa: E402
+from ocokit.algorithms import BFWTVC, OFWTVC, OGD, SCBFWTVC, ProblemInfo  # noqa: E402
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings  # noqa: E402
 from ocokit.sets import NuclearNormBall  # noqa: E402
 
@@ -114,8 +116,12 @@ def fmt(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def data_root(data: str | None) -> Path:
+    return Path(data or os.environ.get("OCOKIT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
 def ratings(data: str | None):
-    root = Path(data or os.environ.get("OCOKIT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    root = data_root(data)
     try:
         return ocokit.datasets.load_movielens(root), "MovieLens-100k"
     except (OSError, ValueError):
@@ -260,6 +266,27 @@ def in_place_savings(rat, problem, learner, T: int, repeats: int, tvc: float) ->
         print(f"    {name}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}; section (2)'s round {fmt(tvc)}]")
 
 
+def bandit_in_place(data: str | None, T: int, repeats: int) -> None:
+    """Section (6), with ``--filmtrust``: the in-place decision for BFW-TVC and SCBFW-TVC on FilmTrust (bandit
+    feedback: the loss gradient is not used), its rounds in steady state with ``_LARGE_GAME`` as is and emptied."""
+    try:
+        problem = OnlineMatrixCompletion.from_filmtrust(data_root(data), radius=1e4)
+    except (OSError, ValueError) as err:
+        print(f"(6) FilmTrust not found ({err}): no bandit comparison")
+        return
+    info = ProblemInfo.of(problem, 2 * T)
+    print(f"(6) the in-place decision on FilmTrust {problem.shape}, old (a copy each round) / new round time:")
+    for learner in (BFWTVC.from_theory(info), SCBFWTVC.from_theory(info, alpha_f=1.0)):
+        fns = {}
+        for name, options in (("now", None), ("copy", {})):
+            for horizon in (T, 2 * T):
+                fn = run_of(learner, problem, horizon)
+                fns[name, horizon] = fn if options is None else with_large_game_options(options, fn)
+        t = {key: best.wall for key, best in best_of_each(fns, repeats).items()}
+        now, old = ((t[name, 2 * T] - t[name, T]) / T for name in ("now", "copy"))
+        print(f"    {type(learner).__name__}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}]")
+
+
 def draw_only(problem, T: int):
     """One timed call drawing T rounds' data (what every learner's run pays before it acts), each summed once."""
     key = jax.random.PRNGKey(0)
@@ -282,12 +309,16 @@ def main() -> None:
     parser.add_argument("--T-ogd", type=int, default=3, help="rounds of OGD per timed run (one SVD each)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data", default=None, help="folder holding ml-100k/u.data")
+    parser.add_argument("--filmtrust", action="store_true", help="also time section (6): bandit learners on FilmTrust")
+    parser.add_argument("--T-bandit", type=int, default=10, help="rounds per timed run of section (6) (and 2T)")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, float64")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     old = old_nuclear()
     lmo_vs_svd(args.lmo_steps, args.repeats, old)
     ofw_tvc_vs_ogd_and_floor(args.data, args.T, args.T_ogd, args.repeats, old)
+    if args.filmtrust:
+        bandit_in_place(args.data, args.T_bandit, args.repeats)
 
 
 if __name__ == "__main__":

@@ -425,8 +425,9 @@ The round body records what it reads of the played decision ``x_t`` (the loss, t
 computations the learner's update does not depend on. XLA's default copy insertion then cannot prove that those
 reads come before the update writes ``x_{t+1}`` into the loop's buffer, and copies ``x_t`` every round (a read and
 a write of the whole matrix); its region analysis can, and keeps no copy. Measured in one process (OFW-TVC on
-MovieLens-100k, 943 x 1682, ``benchmarks/projection_free.py``): the round 1.09-1.18x faster in two runs (18.1
-against 15.4 ms in one), the same numbers bit for bit, the same compile time."""
+MovieLens-100k, 943 x 1682, ``benchmarks/projection_free.py``): the round 1.00-1.18x faster in four runs (18.1
+against 15.4 ms in one; BFW-TVC's on FilmTrust 1.27x with ``--filmtrust``), the same numbers bit for bit, the same
+compile time."""
 
 _SHORT_SWEEP = {"xla_cpu_use_fusion_emitters": False}
 """XLA options added to a short sweep's programs on a small game when :func:`compile_short_sweeps` asks for it (the
