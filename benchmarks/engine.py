@@ -17,7 +17,9 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
   ``OLD_SESSION``, ``UNPACKED_SESSION`` and ``STEADY_SESSION`` (those engines loaded from git), in this process,
   with COLDQ as well as OGD against ``STEADY_SESSION``, and against the floor of any path that makes one compiled
   call per round: a jitted ``x + 1`` called on a host array with its result fetched, which alone costs several
-  scan rounds on a CPU.
+  scan rounds on a CPU. The Session's round is also taken apart: a program that computes nothing from the arrays
+  its round program takes (what one call with those arguments costs, its data on the device and from the host), and
+  the round's own program with each round's data already on the device.
 """
 
 from __future__ import annotations
@@ -185,7 +187,33 @@ def main() -> None:
     def built():
         ocokit.Session(learner, problem, horizon=R, key=0)
 
+    def parts():
+        """A Session's round taken apart, each output fetched: its round program called as ``observe`` calls it but
+        with each round's data already on the device, and a program that computes nothing from the same arrays (its
+        output a slice of the parameters), the data on the device or from the host: what calling a program with
+        these arguments costs, and what transferring the data adds, apart from the round's arithmetic."""
+        session = ocokit.Session(learner, problem, horizon=R, key=0)
+        params, carry, round_ = session._params, session._carry, session._round
+        on_device = [jax.device_put(data) for data in host]
+        nothing = jax.jit(lambda params, carry, data: (carry, params[0][:1]), keep_unused=True)
+
+        def calls(program, datas):
+            def rounds():
+                c = carry
+                for data in datas:
+                    c, out = program(params, c, data)
+                    np.asarray(out)
+
+            return rounds
+
+        return {
+            "program, data on the device": calls(round_, on_device),
+            "nothing, data on the device": calls(nothing, on_device),
+            "nothing, data from the host": calls(nothing, host),
+        }
+
     sessions = {"session": stepped(), "observe_many": burst, "dispatch": dispatches, "construction": built}
+    sessions |= parts()
     before = {
         "old session": old,
         f"session {OLD_SESSION}": old_engine(OLD_SESSION),
@@ -238,6 +266,13 @@ def main() -> None:
     print(
         f"    the floor of one compiled call per round (jit(x + 1) on a host array, the result fetched): "
         f"{us(ts['dispatch'], R)}, {ts['dispatch'] / R / scan_round:.1f}x the scan's round"
+    )
+    nothing = ts["nothing, data on the device"]
+    print(
+        f"    taken apart: a program that computes nothing from the round's arrays, its data on the device: "
+        f"{us(nothing, R)} ({nothing / R / scan_round:.1f}x the scan's round), from the host: "
+        f"{us(ts['nothing, data from the host'], R)}; the round's program, its data on the device: "
+        f"{us(ts['program, data on the device'], R)}"
     )
     print(f"observe_many vs the scan:                {ts['observe_many'] / R / scan_round:6.2f}x  (target <= 1.5x)")
     print(f"    {us(ts['observe_many'], R)} ({R} rounds in one burst, compiled scan)")
