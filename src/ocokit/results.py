@@ -42,10 +42,11 @@ import subprocess
 import sys
 import time
 import types
+import urllib.parse
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path, PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
 import jax
@@ -53,8 +54,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 KEY_LENGTH = 20
 """Hex digits of the content part of a run key."""
@@ -62,10 +65,9 @@ KEY_LENGTH = 20
 STALE_SECONDS = 600
 """A temporary file older than this is a dead writer's (a run's file is written in one go, in seconds)."""
 
-PARTITIONING = pads.partitioning(
-    pa.schema([("experiment", pa.string()), ("algorithm", pa.string()), ("seed", pa.int64())]), flavor="hive"
-)
-"""The runs folder's hive partitioning: ``experiment=E/algorithm=A/seed=S``."""
+PARTITION_SCHEMA = pa.schema([("experiment", pa.string()), ("algorithm", pa.string()), ("seed", pa.int64())])
+"""The columns of the runs folder's hive partitioning, ``experiment=E/algorithm=A/seed=S`` (:func:`partition_folder`
+writes it; ``pyarrow.dataset.partitioning(PARTITION_SCHEMA, flavor="hive")`` reads it, as :func:`dataset` does)."""
 
 _FORMAT = "tidy-1"
 _LIBRARIES = ("jax", "equinox", "optax", "numpy")  # their functions are named, not read: their version is keyed
@@ -101,6 +103,19 @@ def config_hash(config: Any, *, reuse_across_versions: bool = False) -> str:
     return f"{fingerprint(config)[:KEY_LENGTH]}-{versions}"
 
 
+def partition_folder(experiment: str, algorithm: str, seed: int) -> str:
+    """``experiment=E/algorithm=A/seed=S`` with each value URI-encoded (every character but ASCII letters, digits and
+    ``-._~`` as ``%XX`` of its UTF-8 bytes): the folder pyarrow's hive partitioning of :data:`PARTITION_SCHEMA` writes
+    for those values, and reads back as them.
+
+    Written here rather than by ``pyarrow.dataset``: importing that module imports pandas where pandas is installed
+    (about 0.3 s), at the start of every ``ocokit run``; a run only needs this path. pyarrow imports pandas later
+    anyway, on the first array it builds, while the comparisons wait for their comparators.
+    """
+    values = {"experiment": experiment, "algorithm": algorithm, "seed": seed}
+    return "/".join(f"{name}={urllib.parse.quote(str(value), safe='')}" for name, value in values.items())
+
+
 def run_path(
     out: Path, experiment: str, algorithm: str, config: Mapping[str, Any], *, reuse_across_versions: bool = False
 ) -> Path:
@@ -114,8 +129,7 @@ def run_path(
             raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     seed = config.get("seed")
     seed = int(seed) if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else -1
-    where = (pc.field("experiment") == experiment) & (pc.field("algorithm") == algorithm) & (pc.field("seed") == seed)
-    folder = Path(out) / "runs" / PARTITIONING.format(where)[0]
+    folder = Path(out) / "runs" / partition_folder(experiment, algorithm, seed)
     content = fingerprint({"experiment": experiment, "algorithm": algorithm, "config": config})[:KEY_LENGTH]
     path = folder / f"part-{content}-{fingerprint(library_versions())[:8]}.parquet"
     if reuse_across_versions and not path.exists():
@@ -524,7 +538,8 @@ def load_records(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """
     path = Path(path)
     try:
-        table = pq.read_table(path, partitioning=None)
+        with pq.ParquetFile(path) as file:  # one file (pq.read_table opens it as a dataset: pyarrow.dataset)
+            table = file.read()
         raw = table.schema.metadata or {}
         meta = json.loads(raw.get(b"ocokit", b"{}"))
         if raw.get(b"ocokit.format") != _FORMAT.encode():  # a wide file of an earlier version
@@ -573,8 +588,11 @@ def load_runs(out: Path) -> list[tuple[dict[str, np.ndarray], dict[str, Any]]]:
 
 def dataset(out: Path) -> pads.Dataset:
     """The runs under ``out/runs`` as one pyarrow dataset (the tidy schema plus experiment, algorithm, seed)."""
+    import pyarrow.dataset as pads  # here, not at the top: see partition_folder
+
+    partitioning = pads.partitioning(PARTITION_SCHEMA, flavor="hive")
     return pads.dataset(
-        run_files(out), format="parquet", partitioning=PARTITIONING, partition_base_dir=str(Path(out) / "runs")
+        run_files(out), format="parquet", partitioning=partitioning, partition_base_dir=str(Path(out) / "runs")
     )
 
 
