@@ -11,6 +11,7 @@ import equinox
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pytest
@@ -169,23 +170,34 @@ def test_partition_folder_is_what_pyarrows_hive_partitioning_writes_and_reads_ba
     assert hive.parse(folder + "/").equals(where)
 
 
-def test_the_cli_starts_and_finds_and_reads_runs_without_importing_pyarrow_dataset(tmp_path):
-    """``pyarrow.dataset`` imports pandas where pandas is installed (about 0.3 s at the start of every ``ocokit
-    run``): the CLI and the experiments import without either, and a run's path is found and a stored run read back
-    without ``pyarrow.dataset`` (pyarrow imports pandas itself on its first conversion to NumPy, later)."""
-    saved = tmp_path / "runs" / "part-k.parquet"
-    results.save_records(saved, {"loss": np.arange(3.0)}, {"seed": 0, "T": 3})
+def test_the_cli_starts_and_stores_runs_without_pandas_and_reads_them_without_pyarrow_dataset(tmp_path):
+    """Where pandas is installed, ``pyarrow.dataset`` imports it, and so does pyarrow's first conversion of a NumPy
+    array or a list (about 0.3 s of an ``ocokit run``): the CLI and the experiments import without either, a run's
+    path is found and the run stored without them, and a stored run is read back without ``pyarrow.dataset``."""
     code = (
-        "import sys, ocokit.cli, ocokit.experiments\n"
+        "import sys\n"
+        "import numpy as np\n"
+        "import ocokit.cli, ocokit.experiments\n"
         "from ocokit import results\n"
         "print(sorted(m for m in ('pyarrow.dataset', 'pandas') if m in sys.modules))\n"
         f"path = results.run_path({str(tmp_path)!r}, 'exp', 'A', {{'seed': 1}})\n"
         "try:\n    results.load_records(path)\nexcept FileNotFoundError:\n    pass\n"
-        f"assert results.load_records({str(saved)!r})[0]['loss'].tolist() == [0.0, 1.0, 2.0]\n"
+        "results.save_records(path, {'loss': np.arange(3.0), 'ok': np.ones(3, bool)}, {'seed': 1, 'T': 3})\n"
+        "print(sorted(m for m in ('pyarrow.dataset', 'pandas') if m in sys.modules))\n"
+        "assert results.load_records(path)[0]['loss'].tolist() == [0.0, 1.0, 2.0]\n"
         "print('pyarrow.dataset' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["[]", "False"]
+    assert done.stdout.split() == ["[]", "[]", "False"]
+
+
+def test_arrow_arrays_built_without_pandas_are_pyarrows_own():
+    for values in (np.arange(5, dtype=np.int32), np.arange(4, dtype=np.int64)[::2], np.linspace(0, 1, 3), np.zeros(0)):
+        assert results._arrow(values).equals(pa.array(values))
+    for words in (["loss", "λ é", ""], []):
+        assert results._strings(words).equals(pa.array(words, pa.string()))
+    with pytest.raises(TypeError, match=r"1-D integer or float array, got bool\[2\]"):
+        results._arrow(np.ones(2, bool))
 
 
 # ------------------------------------------------------------------------------------------ records

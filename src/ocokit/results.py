@@ -43,7 +43,7 @@ import sys
 import time
 import types
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
@@ -109,8 +109,8 @@ def partition_folder(experiment: str, algorithm: str, seed: int) -> str:
     for those values, and reads back as them.
 
     Written here rather than by ``pyarrow.dataset``: importing that module imports pandas where pandas is installed
-    (about 0.3 s), at the start of every ``ocokit run``; a run only needs this path. pyarrow imports pandas later
-    anyway, on the first array it builds, while the comparisons wait for their comparators.
+    (about 0.3 s at the start of every ``ocokit run``), and a run only needs this path. :func:`save_records` builds
+    its table without pandas too (:func:`_arrow`); reading a run back converts to NumPy, which imports it.
     """
     values = {"experiment": experiment, "algorithm": algorithm, "seed": seed}
     return "/".join(f"{name}={urllib.parse.quote(str(value), safe='')}" for name, value in values.items())
@@ -498,15 +498,17 @@ def save_records(
     match = re.fullmatch(r"part-(.+)\.parquet", path.name)
     key = match[1] if match else path.stem
     names = list(arrays)
-    codes = pa.array(np.repeat(np.arange(len(names), dtype=np.int32), n))
-    table = pa.table(
-        {
-            "key": pa.repeat(pa.scalar(key, pa.string()), n * len(names)),
-            "T": pa.array(np.full(n * len(names), T, np.int64)),
-            "round": pa.array(np.tile(np.arange(1, n + 1, dtype=np.int64), len(names))),
-            "quantity": pa.DictionaryArray.from_arrays(codes, pa.array(names, pa.string())).cast(pa.string()),
-            "value": pa.array(np.concatenate([a.astype(np.float64) for a in arrays.values()] or [np.zeros(0)])),
-        }
+    rows = n * len(names)
+    codes = _arrow(np.repeat(np.arange(len(names), dtype=np.int32), n))
+    table = pa.Table.from_arrays(
+        [
+            pa.DictionaryArray.from_arrays(_arrow(np.zeros(rows, np.int32)), _strings([key])).cast(pa.string()),
+            _arrow(np.full(rows, T, np.int64)),
+            _arrow(np.tile(np.arange(1, n + 1, dtype=np.int64), len(names))),
+            pa.DictionaryArray.from_arrays(codes, _strings(names)).cast(pa.string()),
+            _arrow(np.concatenate([a.astype(np.float64) for a in arrays.values()] or [np.zeros(0)])),
+        ],
+        names=["key", "T", "round", "quantity", "value"],
     )
     meta = json.dumps({"provenance": provenance(key), **describe(dict(metadata))}, default=_json_default)
     table = table.replace_schema_metadata(
@@ -523,6 +525,23 @@ def save_records(
     pq.write_table(table, sink, use_dictionary=["key", "quantity"], write_statistics=False)
     atomic_write_bytes(path, sink.getvalue().to_pybytes())
     return {k: a.copy() for k, a in arrays.items()}, json.loads(meta)
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    """``pa.array(values)`` for a 1-D integer or float array, sharing its buffer, built without pyarrow's check for a
+    pandas object: that check imports pandas where pandas is installed (about 0.3 s, on the storing thread of an
+    ``ocokit run``), and so do ``pa.array`` on a list, ``pa.scalar`` and ``pa.table``."""
+    values = np.ascontiguousarray(values)
+    if values.ndim != 1 or values.dtype.kind not in "iuf":
+        raise TypeError(f"_arrow takes a 1-D integer or float array, got {values.dtype}{list(values.shape)}")
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def _strings(values: Sequence[str]) -> pa.StringArray:
+    """``pa.array(values, pa.string())``, built from its UTF-8 bytes and offsets (see :func:`_arrow`)."""
+    data = [v.encode() for v in values]
+    offsets = np.cumsum([0, *map(len, data)], dtype=np.int32)
+    return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
 
 
 class CorruptRunError(ValueError):
