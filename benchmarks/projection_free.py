@@ -244,6 +244,19 @@ def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int,
     in_place_savings(rat, problem, learner, T, repeats, tvc)
 
 
+def steady_rounds(learner, variants: dict, T: int, repeats: int) -> dict[str, float]:
+    """Seconds per steady-state round (a run of 2T rounds less one of T, over T) of ``learner`` on each variant
+    ``name: (problem, options)``, timed interleaved in this process; ``options`` ``None`` keeps the engine's
+    ``_LARGE_GAME``, a dict replaces it (:func:`with_large_game_options`)."""
+    fns = {}
+    for name, (game, options) in variants.items():
+        for horizon in (T, 2 * T):
+            fn = run_of(learner, game, horizon)
+            fns[name, horizon] = fn if options is None else with_large_game_options(options, fn)
+    t = {key: best.wall for key, best in best_of_each(fns, repeats).items()}
+    return {name: (t[name, 2 * T] - t[name, T]) / T for name in variants}
+
+
 def in_place_savings(rat, problem, learner, T: int, repeats: int, tvc: float) -> None:
     """Section (5): OFW-TVC's steady-state round with the dense gradient and the in-place decision each off."""
     scattered = ScatteredGradient(rat, radius=problem.rho)
@@ -252,17 +265,11 @@ def in_place_savings(rat, problem, learner, T: int, repeats: int, tvc: float) ->
         "scattered gradient": (scattered, None),
         "neither": (scattered, {}),
     }
-    fns = {}
-    for name, (game, options) in variants.items():
-        for horizon in (T, 2 * T):
-            fn = run_of(learner, game, horizon)
-            fns[name, horizon] = fn if options is None else with_large_game_options(options, fn)
-    fns |= {("now", T): run_of(learner, problem, T), ("now", 2 * T): run_of(learner, problem, 2 * T)}
-    t = {key: best.wall for key, best in best_of_each(fns, repeats).items()}
-    now = (t["now", 2 * T] - t["now", T]) / T
+    rounds = steady_rounds(learner, {"now": (problem, None), **variants}, T, repeats)
+    now = rounds["now"]
     print(f"(5) the round's savings since {BEFORE_IN_PLACE}, each turned off in this process (old / new round time):")
     for name in variants:
-        old = (t[name, 2 * T] - t[name, T]) / T
+        old = rounds[name]
         print(f"    {name}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}; section (2)'s round {fmt(tvc)}]")
 
 
@@ -277,13 +284,8 @@ def bandit_in_place(data: str | None, T: int, repeats: int) -> None:
     info = ProblemInfo.of(problem, 2 * T)
     print(f"(6) the in-place decision on FilmTrust {problem.shape}, old (a copy each round) / new round time:")
     for learner in (BFWTVC.from_theory(info), SCBFWTVC.from_theory(info, alpha_f=1.0)):
-        fns = {}
-        for name, options in (("now", None), ("copy", {})):
-            for horizon in (T, 2 * T):
-                fn = run_of(learner, problem, horizon)
-                fns[name, horizon] = fn if options is None else with_large_game_options(options, fn)
-        t = {key: best.wall for key, best in best_of_each(fns, repeats).items()}
-        now, old = ((t[name, 2 * T] - t[name, T]) / T for name in ("now", "copy"))
+        rounds = steady_rounds(learner, {"now": (problem, None), "copy": (problem, {})}, T, repeats)
+        now, old = rounds["now"], rounds["copy"]
         print(f"    {type(learner).__name__}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}]")
 
 
