@@ -4,27 +4,12 @@ never flips these)."""
 import os
 from pathlib import Path
 
-from tests import xla_flags
-
-os.environ.setdefault("XLA_FLAGS", xla_flags.FLAGS)  # before JAX is imported
-
 import jax
 import pytest
 
-from tests.crash_rerun import (  # noqa: F401  (hooks: a crashed xdist worker's test runs once more)
-    pytest_handlecrashitem,
-    pytest_report_teststatus,
-    pytest_terminal_summary,
-    pytest_xdist_make_scheduler,
-)
-
-# No persistent compilation cache in the test processes (a user's own JAX_COMPILATION_CACHE_DIR still turns
-# one on): XLA's CPU client has segfaulted in the unwinder (libgcc_s) late in long worker processes, in CI and
-# locally, most often while the cache serialised or loaded an executable (put_executable_and_time,
-# get_executable_and_time), and while compiling, also with no cache (a crashed worker's test then runs once
-# more: tests/crash_rerun.py). Without the cache those two steps never run. The CLI's own
-# cache is off in the CLI subprocesses the tests start (an empty OCOKIT_CACHE_DIR), so the user's cache
-# folder is never touched.
+# The tests compile with the library's own options (XLA's defaults), as users do. The CLI's persistent cache is off
+# in the CLI commands the tests run (an empty OCOKIT_CACHE_DIR, inherited by their subprocesses), so the user's cache
+# folder is never touched; a user's own JAX_COMPILATION_CACHE_DIR turns JAX's on.
 if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
     jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("OCOKIT_CACHE_DIR", "")
@@ -38,6 +23,26 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 STRICT_PROMOTION = ("tests/sets/", "tests/algorithms/test_learner_suite.py")
 
 
+def pytest_collection_modifyitems(items):
+    """A test that starts a Ray cluster belongs to the integration tier."""
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_compiled_programs():
+    """Free every compiled program after each test module (``jax.clear_caches``).
+
+    Each program XLA's CPU backend compiles maps its code into memory in about 54 regions, unmapped only when the
+    program is freed, and Linux caps a process's mappings (``vm.max_map_count``, 65530 by default). A test worker
+    that keeps every program it compiled reaches the cap after about 1,200 programs, and XLA's next compile
+    segfaults when it cannot map its code. Freeing them between modules keeps a worker far below the cap.
+    """
+    yield
+    jax.clear_caches()
+
+
 @pytest.fixture(autouse=True)
 def _strict_dtype_promotion(request):
     path = request.path.as_posix()
@@ -46,17 +51,6 @@ def _strict_dtype_promotion(request):
             yield
     else:
         yield
-
-
-@pytest.fixture(autouse=True)
-def _library_compile_options():
-    """A CLI command run in this process (``CliRunner``), or a test, may turn on cheap compiles of short sweeps for
-    the process (``ocokit.engine.compile_short_sweeps``); the next test gets the library's default back."""
-    yield
-    from ocokit import engine
-
-    if engine.short_sweeps():
-        engine.compile_short_sweeps(0)
 
 
 @pytest.fixture

@@ -118,9 +118,7 @@ def register_test_experiment(name: str, title: str, study: Any, **fields: Any) -
         experiments.register(experiments.Experiment(name=name, paper="tests", title=title, study=study, **fields))
 
 
-def register_two_ogd(
-    name: str, *, slow_label: str = "OGD-slow", chunk_size: int = 10, comparator_chunk_size: int = 5
-) -> None:
+def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int = 10) -> None:
     """Register once a tiny experiment of the tests' own: OGD at two step sizes on a 3-d time-varying regression
     (the command line, the store and the executors are tested on it, not on any one paper's algorithm)."""
     from ocokit import experiments
@@ -132,7 +130,6 @@ def register_two_ogd(
     study = experiments.Comparison(
         make_problem=lambda T, data_dir, options: TimeVaryingRegression(dim=3),
         chunk_size=chunk_size,
-        comparator_chunk_size=comparator_chunk_size,
     )
     algorithms = [
         experiments.Algorithm("OGD", lambda info: OGD(eta=0.05)),
@@ -142,21 +139,19 @@ def register_two_ogd(
 
 
 class CompileLog(logging.Handler):
-    """Counts the programs named ``name`` that XLA compiles while installed (``jax.log_compiles`` messages), and
-    notes the threads that compiled them (``threads``: their identifiers).
+    """Counts the programs named ``name`` that XLA compiles while installed (``jax.log_compiles`` messages).
 
     Eager helper ops (a key stack, a cast) compile once per process whatever ran before; only the named
-    program (an engine function: ``_sweep_chunk``, ``_rounds_impl``) is counted.
+    program (an engine function: ``_sweep_chunk``, ``_play``) is counted.
     """
 
     def __init__(self, name: str):
         super().__init__(level=logging.DEBUG)
-        self.prefix, self.count, self.threads = f"Compiling jit({name}", 0, set()
+        self.prefix, self.count = f"Compiling jit({name}", 0
 
     def emit(self, record):
         if record.getMessage().startswith(self.prefix):
             self.count += 1
-            self.threads.add(record.thread)  # the thread that compiled it
 
 
 @contextlib.contextmanager

@@ -5,13 +5,11 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-import ocokit
 from ocokit import cli, experiments
 
 from .helpers import register_two_ogd
@@ -25,10 +23,8 @@ register_two_ogd("cli-smoke")
 def test_run_then_skip_then_plot_and_report(tmp_path):
     out = tmp_path / "smoke"
     args = ["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out)]
-    assert ocokit.engine.short_sweeps() == 0  # the library's default
     first = runner.invoke(cli.app, args)
     assert first.exit_code == 0, first.output
-    assert ocokit.engine.short_sweeps() == ocokit.engine.SHORT_SWEEP_ROUNDS  # the CLI compiles short sweeps cheaply
     summary = json.loads((out / "summary.json").read_text())
     assert summary["experiment"] == "cli-smoke" and summary["T"] == 20
     assert (out / "cli-smoke.png").stat().st_size > 0
@@ -155,52 +151,16 @@ def test_out_where_nothing_can_be_created_is_refused_before_computing():
     assert not Path("/proc/ocokit-results").exists()
 
 
-_SCRIPT = """
-import atexit, pathlib, sys
-import os
-marker = pathlib.Path(sys.argv[1])
-atexit.register(lambda: marker.write_text("atexit ran"))  # a handler of the process's own
-teardown = os.open(f"{marker}.teardown", os.O_WRONLY | os.O_CREAT)
-
-
-class Witness:  # freed by the interpreter's teardown (a normal exit), which writes that it was
-    def __del__(self, write=os.write, fd=teardown):
-        write(fd, b"torn down")
-
-
-witness = Witness()
-sys.argv = ["ocokit", *sys.argv[2:]]
-from ocokit.cli import script
-script()
-"""
-
-
+@pytest.mark.integration
 @pytest.mark.parametrize("status", [0, 2])
-def test_the_console_script_ends_with_its_status_its_output_whole_and_atexit_handlers_run(tmp_path, status):
-    # The console script skips the interpreter's teardown (cli._leave): nothing else of a normal exit is lost.
-    out, marker = tmp_path / "out", tmp_path / "marker"
+def test_the_console_script_ends_with_its_status_and_its_output_whole(tmp_path, status):
+    out = tmp_path / "out"
     args = ["run", "time-varying-regression", "--T", "8" if status == 0 else "0", "--seeds", "2", "--json",
             "--option", "extras=false", "--option", "algorithms=COLDQ", "--out", str(out)]  # fmt: skip
     env = {**os.environ, "OCOKIT_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "400"}
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, str(marker), *args], capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, "-m", "ocokit.cli", *args], capture_output=True, text=True, env=env)
     assert done.returncode == status, done.stderr[-2000:]
-    assert marker.read_text() == "atexit ran"
-    assert (tmp_path / "marker.teardown").read_text() == ""  # the objects were never freed one by one
     if status == 0:
         assert json.loads(done.stdout) == json.loads((out / "summary.json").read_text())  # flushed whole
     else:
         assert done.stdout.strip() == "error: --T must be an integer >= 1 and <= 2147483647, got 0"
-
-
-def test_leaving_with_a_thread_that_is_not_ocokits_is_a_normal_exit():
-    release = threading.Event()
-    foreign = threading.Thread(target=release.wait, name="a-library-thread")  # not a daemon: it may need the exit
-    foreign.start()
-    try:
-        for code, status in ((3, 3), ("a message", "a message"), (None, None)):
-            with pytest.raises(SystemExit) as exc:
-                cli._leave(code)
-            assert exc.value.code == status
-    finally:
-        release.set()
-        foreign.join()

@@ -5,7 +5,7 @@ import sys
 import jax
 import pytest
 
-from ocokit import _executables, cli
+from ocokit import cli
 
 _OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs", "jax_compilation_cache_max_size")
 
@@ -14,12 +14,10 @@ _OPTIONS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_
 def no_jax_cache():
     """Run with no JAX cache folder configured (the suite's own is restored afterwards)."""
     saved = {name: getattr(jax.config, name) for name in _OPTIONS}
-    programs = _executables.folder()  # the CLI's cache also turns on the engine's (ocokit._executables)
     jax.config.update("jax_compilation_cache_dir", None)
     yield
     for name, value in saved.items():
         jax.config.update(name, value)
-    _executables.use(programs)
 
 
 def test_cache_folder_from_the_environment_or_the_user_cache_folder(no_jax_cache, monkeypatch, tmp_path):
@@ -48,27 +46,22 @@ def test_the_cache_command_shows_and_clears_only_the_cached_programs(no_jax_cach
     from typer.testing import CliRunner
 
     folder = tmp_path / "cache"
-    programs = folder / "ocokit-executables"
-    (programs / "commands").mkdir(parents=True)
-    ours = [folder / "jit_f-1-cache", folder / "jit_f-1-atime", programs / "ab.xla", programs / "commands" / "c.json"]
+    folder.mkdir()
+    ours = [folder / "jit_f-1-cache", folder / "jit_f-1-atime"]
     for path in ours:
         path.write_bytes(b"x" * 1024)
-    theirs = [folder / "notes.txt", programs / "README"]  # a folder the user also keeps other things in
+    theirs = [folder / "notes.txt"]  # a folder the user also keeps other things in
     for path in theirs:
         path.write_text("mine")
     monkeypatch.setenv(cli.CACHE_ENV_VAR, str(folder))
-    saved = _executables.folder()
-    try:
-        shown = CliRunner().invoke(cli.app, ["cache"])
-        assert shown.exit_code == 0, shown.output
-        assert "JAX's compilation cache: 2 files" in shown.output and "engine programs" in shown.output
-        assert str(folder) in shown.output.replace("\n", "") and all(path.exists() for path in ours)
-        cleared = CliRunner().invoke(cli.app, ["cache", "--clear"])
-        assert cleared.exit_code == 0, cleared.output
-        assert not any(path.exists() for path in ours) and all(path.exists() for path in theirs)
-        monkeypatch.setenv(cli.CACHE_ENV_VAR, "")
-        jax.config.update("jax_compilation_cache_dir", None)
-        off = CliRunner().invoke(cli.app, ["cache"])
-        assert off.exit_code == 0 and "the cache is off" in off.output
-    finally:
-        _executables.use(saved)
+    shown = CliRunner().invoke(cli.app, ["cache"])
+    assert shown.exit_code == 0, shown.output
+    assert "JAX's compilation cache: 2 files" in shown.output
+    assert str(folder) in shown.output.replace("\n", "") and all(path.exists() for path in ours)
+    cleared = CliRunner().invoke(cli.app, ["cache", "--clear"])
+    assert cleared.exit_code == 0, cleared.output
+    assert not any(path.exists() for path in ours) and all(path.exists() for path in theirs)
+    monkeypatch.setenv(cli.CACHE_ENV_VAR, "")
+    jax.config.update("jax_compilation_cache_dir", None)
+    off = CliRunner().invoke(cli.app, ["cache"])
+    assert off.exit_code == 0 and "the cache is off" in off.output

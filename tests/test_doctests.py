@@ -13,6 +13,8 @@ import pytest
 
 import ocokit
 
+pytestmark = pytest.mark.integration
+
 MODULES = sorted(m.name for m in pkgutil.walk_packages(ocokit.__path__, prefix="ocokit."))
 _DTYPE = re.compile(r",\s*dtype=float(32|64)")
 

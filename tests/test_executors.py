@@ -14,6 +14,7 @@ import time
 import warnings
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ from ocokit.sets import Box
 
 from .helpers import register_test_experiment, register_two_ogd
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.integration]
 
 # Tiny experiments of the test's own: two algorithms x two seeds, one seed per unit (four units); and one
 # whose loss is infinite from round 3 (x_1 = 0 and c_3 = (0, 1): a division by zero).
@@ -93,22 +94,18 @@ def test_yields_in_completion_order(cluster, tmp_path):
     assert seen == [(1, 1), (0, 0)]
 
 
-def _short_sweeps(unit):
-    from ocokit import engine
+def _x64_and_flags(unit):
+    import os
 
-    return engine.short_sweeps()
+    import jax
+
+    return bool(jax.config.jax_enable_x64), os.environ.get("XLA_FLAGS", "")
 
 
-def test_workers_copy_the_drivers_bound_on_short_sweeps(cluster):
-    from ocokit import engine
-
-    engine.compile_short_sweeps(1234)  # as `ocokit run` sets it: each unit's sweeps must compile as the driver's
-    try:
-        on = list(executors.Ray().map(_short_sweeps, [0, 1]))
-    finally:
-        engine.compile_short_sweeps(0)
-    assert sorted(on) == [(0, 1234), (1, 1234)]
-    assert sorted(executors.Ray().map(_short_sweeps, [0, 1])) == [(0, 0), (1, 0)]  # and back off
+def test_workers_copy_the_drivers_jax_options_and_add_no_xla_flags(cluster):
+    """One numerical regime: a worker computes with the driver's JAX options and no XLA flag of ocokit's own."""
+    got = dict(executors.Ray(num_cpus_per_task=1).map(_x64_and_flags, [0, 1]))
+    assert got[0] == got[1] == (bool(jax.config.jax_enable_x64), os.environ.get("XLA_FLAGS", ""))
 
 
 def test_killed_worker_is_retried_and_its_unit_yielded_once(cluster, tmp_path):

@@ -19,6 +19,7 @@ def test_exported_name_is_documented(module, name):
     assert inspect.getdoc(obj), f"{module.__name__}.{name} has no docstring"
 
 
+@pytest.mark.integration
 def test_library_does_not_flip_x64_on_import():
     import subprocess
     import sys

@@ -12,13 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from ocokit import results
+from ocokit import fingerprints, results
 from ocokit.algorithms import OGD
 from ocokit.problems import CustomProblem, JobScheduling
 from ocokit.sets import L2Ball
@@ -68,22 +65,22 @@ def test_functions_without_source_are_keyed_by_bytecode_and_closure():
         exec(compile(f"def loss(c, x):\n    return {body}\n", "<user>", "exec"), namespace)
         return namespace["loss"]
 
-    assert results.fingerprint(compiled("jnp.sum((x - c) ** 2)")) == results.fingerprint(
+    assert fingerprints.fingerprint(compiled("jnp.sum((x - c) ** 2)")) == fingerprints.fingerprint(
         compiled("jnp.sum((x - c) ** 2)")
     )
-    assert results.fingerprint(compiled("jnp.sum((x - c) ** 2)")) != results.fingerprint(
+    assert fingerprints.fingerprint(compiled("jnp.sum((x - c) ** 2)")) != fingerprints.fingerprint(
         compiled("jnp.sum((x - c) ** 3)")
     )
 
     def scaled(s):
         return lambda c, x: s * jnp.sum((x - c) ** 2)
 
-    assert results.fingerprint(scaled(1.0)) != results.fingerprint(scaled(2.0))  # same source, other closure
+    assert fingerprints.fingerprint(scaled(1.0)) != fingerprints.fingerprint(scaled(2.0))  # same source, other closure
 
 
 def test_lambdas_on_one_line_differ():
     first, second = (lambda x: x + 1), (lambda x: x + 2)  # one source line for both: the bytecode tells them apart
-    assert results.fingerprint(first) != results.fingerprint(second)
+    assert fingerprints.fingerprint(first) != fingerprints.fingerprint(second)
 
 
 def test_hyperparameters_are_keyed_exactly():
@@ -113,8 +110,8 @@ def test_a_library_version_change_gets_a_new_key_unless_reuse_across_versions(tm
     new = results.run_path(tmp_path, "exp", "OGD", config)
     assert new != old and new.parent == old.parent and not new.exists()
     assert results.run_path(tmp_path, "exp", "OGD", config, reuse_across_versions=True) == old
-    assert results.config_hash(config) != results.config_hash(config, reuse_across_versions=True)
-    assert results.config_hash(config, reuse_across_versions=True).endswith("-any")
+    assert fingerprints.config_hash(config) != fingerprints.config_hash(config, reuse_across_versions=True)
+    assert fingerprints.config_hash(config, reuse_across_versions=True).endswith("-any")
     monkeypatch.undo()
     assert results.run_path(tmp_path, "exp", "OGD", config) == old
 
@@ -129,23 +126,24 @@ def test_equal_configs_built_twice_get_the_same_key():
     assert _key({"learner": "OGD(eta=0.1)", "seed": 0}) == _key({"seed": 0, "learner": "OGD(eta=0.1)"})  # strings
 
 
+@pytest.mark.integration
 def test_fingerprint_is_the_same_in_another_process():
     code = (
         "import jax; jax.config.update('jax_enable_x64', True); import jax.numpy as jnp, numpy as np;"
-        "from ocokit import results; from ocokit.algorithms import OGD;"
-        "print(results.fingerprint({'s': {'b', 'a'}, 'l': OGD(eta=0.5), 'a': np.arange(3.0), 'f': jnp.sum}))"
+        "from ocokit import fingerprints; from ocokit.algorithms import OGD;"
+        "print(fingerprints.fingerprint({'s': {'b', 'a'}, 'l': OGD(eta=0.5), 'a': np.arange(3.0), 'f': jnp.sum}))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "7", "JAX_PLATFORMS": "cpu"}
     theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    ours = results.fingerprint({"s": {"a", "b"}, "l": OGD(eta=0.5), "a": np.arange(3.0), "f": jnp.sum})
+    ours = fingerprints.fingerprint({"s": {"a", "b"}, "l": OGD(eta=0.5), "a": np.arange(3.0), "f": jnp.sum})
     assert theirs.stdout.strip() == ours
 
 
 def test_unreadable_objects_are_refused():
     with pytest.raises(TypeError, match="traced value"):
-        jax.jit(results.fingerprint)(jnp.ones(2))
+        jax.jit(fingerprints.fingerprint)(jnp.ones(2))
     with pytest.raises(TypeError, match=r"cannot fingerprint builtins\.object"):
-        results.fingerprint(object())
+        fingerprints.fingerprint(object())
 
 
 def test_run_path_is_a_hive_partition(tmp_path):
@@ -156,48 +154,6 @@ def test_run_path_is_a_hive_partition(tmp_path):
     assert results.run_path(tmp_path, "exp", "A", {"T": 5}).parent.name == "seed=-1"
     with pytest.raises(ValueError, match="algorithm must be a non-empty string"):
         results.run_path(tmp_path, "exp", "", {})
-
-
-_NAMES = st.text(st.characters(exclude_characters="\x00"), min_size=1)  # pyarrow cuts a value at a NUL
-
-
-@given(_NAMES, _NAMES, st.integers(-1, 2**62))
-def test_partition_folder_is_what_pyarrows_hive_partitioning_writes_and_reads_back(experiment, algorithm, seed):
-    hive = pads.partitioning(results.PARTITION_SCHEMA, flavor="hive")
-    where = (pc.field("experiment") == experiment) & (pc.field("algorithm") == algorithm) & (pc.field("seed") == seed)
-    folder = results.partition_folder(experiment, algorithm, seed)
-    assert folder == hive.format(where)[0]
-    assert hive.parse(folder + "/").equals(where)
-
-
-def test_the_cli_starts_and_stores_runs_without_pandas_and_reads_them_without_pyarrow_dataset(tmp_path):
-    """Where pandas is installed, ``pyarrow.dataset`` imports it, and so does pyarrow's first conversion of a NumPy
-    array or a list (about 0.3 s of an ``ocokit run``): the CLI and the experiments import without either, a run's
-    path is found and the run stored without them, and a stored run is read back without ``pyarrow.dataset``."""
-    code = (
-        "import sys\n"
-        "import numpy as np\n"
-        "import ocokit.cli, ocokit.experiments\n"
-        "from ocokit import results\n"
-        "print(sorted(m for m in ('pyarrow.dataset', 'pandas') if m in sys.modules))\n"
-        f"path = results.run_path({str(tmp_path)!r}, 'exp', 'A', {{'seed': 1}})\n"
-        "try:\n    results.load_records(path)\nexcept FileNotFoundError:\n    pass\n"
-        "results.save_records(path, {'loss': np.arange(3.0), 'ok': np.ones(3, bool)}, {'seed': 1, 'T': 3})\n"
-        "print(sorted(m for m in ('pyarrow.dataset', 'pandas') if m in sys.modules))\n"
-        "assert results.load_records(path)[0]['loss'].tolist() == [0.0, 1.0, 2.0]\n"
-        "print('pyarrow.dataset' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["[]", "[]", "False"]
-
-
-def test_arrow_arrays_built_without_pandas_are_pyarrows_own():
-    for values in (np.arange(5, dtype=np.int32), np.arange(4, dtype=np.int64)[::2], np.linspace(0, 1, 3), np.zeros(0)):
-        assert results._arrow(values).equals(pa.array(values))
-    for words in (["loss", "λ é", ""], []):
-        assert results._strings(words).equals(pa.array(words, pa.string()))
-    with pytest.raises(TypeError, match=r"1-D integer or float array, got bool\[2\]"):
-        results._arrow(np.ones(2, bool))
 
 
 # ------------------------------------------------------------------------------------------ records
@@ -220,6 +176,18 @@ def test_records_round_trip_with_dtypes(tmp_path):
         assert saved[0][name].dtype == col.dtype and saved[0][name] is not columns[name]
         np.testing.assert_array_equal(saved[0][name], col)
     assert [p.name for p in path.parent.iterdir()] == ["part-k.parquet"]
+
+
+def test_a_run_file_has_the_tidy_schema_and_its_folder_reads_back_as_its_partition(tmp_path):
+    path = results.run_path(tmp_path, "exp", "SC OFW/TVC, λ=1%", {"seed": 3})
+    assert path.parent.parent.name == "algorithm=SC%20OFW%2FTVC%2C%20%CE%BB%3D1%25"  # URI-encoded, as pyarrow writes
+    results.save_records(path, {"loss": np.arange(3.0), "ok": np.ones(3, bool)}, {"T": 3})
+    tidy = [("key", pa.string()), ("T", pa.int64()), ("round", pa.int64()), ("quantity", pa.string())]
+    assert pq.read_schema(path).remove_metadata() == pa.schema([*tidy, ("value", pa.float64())])
+    table = results.dataset(tmp_path).to_table()
+    assert set(table["algorithm"].to_pylist()) == {"SC OFW/TVC, λ=1%"} and set(table["seed"].to_pylist()) == {3}
+    assert table["key"].to_pylist() == [path.stem.removeprefix("part-")] * 6 and set(table["T"].to_pylist()) == {3}
+    assert table["quantity"].to_pylist() == ["loss"] * 3 + ["ok"] * 3 and table["round"].to_pylist() == [1, 2, 3] * 2
 
 
 def test_bad_columns_are_refused(tmp_path):

@@ -24,6 +24,8 @@ from ocokit import results
 
 from .golden.generate import compare, numbers
 
+pytestmark = pytest.mark.integration
+
 ARGS = ["time-varying-regression", "--T", "30", "--seeds", "4", "--json",
         "--option", "extras=false", "--option", "algorithms=COLDQ,RECOO"]  # fmt: skip
 RUNS = 2 * 4  # algorithms x seeds

@@ -2,14 +2,13 @@
 
 import json
 import os
-import pickle
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
+import cloudpickle
 import duckdb
 import numpy as np
 import pandas as pd
@@ -123,10 +122,10 @@ def test_temporaries_of_dead_writers_are_removed(tmp_path):
     host = results._host()
     folder = results.run_path(tmp_path, "exp", "OGD", {"seed": 0}).parent
     folder.mkdir(parents=True)
-    killed = folder / f".part-a.parquet.{host}-{dead}.0badc0de.tmp"  # a writer killed mid-write
-    live = folder / f".part-b.parquet.{host}-{os.getpid()}.0badc0de.tmp"  # a writer at work now
-    remote = folder / ".part-c.parquet.otherhost-1.0badc0de.tmp"  # another machine's writer, recent
-    old = folder / ".part-d.parquet.otherhost-1.0badc0de.tmp"  # another machine's, long gone
+    killed = folder / f".part-a.parquet.ocokit-{host}-{dead}-0badc0de.tmp"  # a writer killed mid-write
+    live = folder / f".part-b.parquet.ocokit-{host}-{os.getpid()}-0badc0de.tmp"  # a writer at work now
+    remote = folder / ".part-c.parquet.ocokit-otherhost-1-0badc0de.tmp"  # another machine's writer, recent
+    old = folder / ".part-d.parquet.ocokit-otherhost-1-0badc0de.tmp"  # another machine's, long gone
     for p in (killed, live, remote, old):
         p.write_bytes(b"partial")
     stale = time.time() - results.STALE_SECONDS - 60
@@ -190,10 +189,13 @@ def test_a_truncated_damaged_or_short_stored_run_is_recomputed_and_replaced(tmp_
     assert numbers(json.loads((tmp_path / "summary.json").read_text())["algorithms"]) == want
 
 
-class _InOrder(ocokit.executors.Local):
-    """Local, but declared as running its units elsewhere: each unit computes its own seeds' comparators."""
+class _Elsewhere(ocokit.executors.Local):
+    """Local, but each unit runs in a copy of the function, as a Ray worker unpickles it: nothing it computes (the
+    comparators of its seeds) comes back but its result."""
 
-    in_process = False
+    def map(self, fn, units):
+        for unit in units:
+            yield unit, cloudpickle.loads(cloudpickle.dumps(fn))(unit)
 
 
 def _same_runs(one: Path, other: Path) -> list[Path]:
@@ -209,93 +211,31 @@ def _same_runs(one: Path, other: Path) -> list[Path]:
     return names[0]
 
 
-def test_a_comparison_computes_in_threads_the_comparators_of_the_seeds_it_lacks(tmp_path, monkeypatch):
-    exp, T, seeds, started = experiments.get("store-smoke"), 20, 3, []
-    real = harness.comparators_in_background
+def test_a_comparison_computes_each_seeds_comparators_once_for_every_algorithm(tmp_path, monkeypatch):
+    exp, T, seeds, computed = experiments.get("store-smoke"), 20, 3, []
+    real = harness.comparators
 
     def spy(problem, T, seeds, **kwargs):  # the real computation, its seeds noted
-        started.append(list(seeds))
+        computed.append(list(seeds))
         return real(problem, T, seeds, **kwargs)
 
-    monkeypatch.setattr(harness, "comparators_in_background", spy)
-    exp.run(T=T, seeds=seeds, out=tmp_path / "threads")
-    assert started == [[0, 1, 2]]  # every seed lacks its runs: all started at once
-    exp.run(T=T, seeds=seeds, out=tmp_path / "units", executor=_InOrder())
-    assert started == [[0, 1, 2]]  # not in process: the units compute their own
-    threads = _same_runs(tmp_path / "threads", tmp_path / "units")
-    assert len(threads) == 2 * seeds
-    victim = next(p for p in threads if "seed=1" in str(p))
-    (tmp_path / "threads" / victim).unlink()  # one algorithm lacks seed 1: only seed 1's comparators are computed
-    exp.run(T=T, seeds=seeds, out=tmp_path / "threads")
-    assert started == [[0, 1, 2], [1]]
-    again, want = (results.load_records(tmp_path / w / victim)[0] for w in ("threads", "units"))
-    np.testing.assert_array_equal(again["dynamic_regret"], want["dynamic_regret"])
-    exp.run(T=T, seeds=seeds, out=tmp_path / "threads")  # all stored: nothing to compute
-    assert started == [[0, 1, 2], [1]]
+    monkeypatch.setattr(harness, "comparators", spy)
+    exp.run(T=T, seeds=seeds, out=tmp_path / "here")
+    assert computed == [[0, 1, 2]]  # by the first algorithm's unit; the second algorithm's reuses them
+    exp.run(T=T, seeds=seeds, out=tmp_path / "elsewhere", executor=_Elsewhere())
+    assert computed == [[0, 1, 2], [0, 1, 2], [0, 1, 2]]  # each unit in its own copy computes its own seeds'
+    stored = _same_runs(tmp_path / "here", tmp_path / "elsewhere")
+    assert len(stored) == 2 * seeds
+    victim = next(p for p in stored if "seed=1" in str(p))
+    (tmp_path / "here" / victim).unlink()  # one algorithm lacks seed 1: only seed 1's comparators are computed
+    exp.run(T=T, seeds=seeds, out=tmp_path / "here")
+    assert computed[3:] == [[1]]
+    _same_runs(tmp_path / "here", tmp_path / "elsewhere")
+    exp.run(T=T, seeds=seeds, out=tmp_path / "here")  # all stored: nothing to compute
+    assert computed[4:] == []
 
 
-def test_seed_comparators_sent_to_another_process_carry_their_values_not_their_threads():
-    problem = ocokit.problems.TimeVaryingRegression(dim=3)
-    env = harness._SeedComparators(problem, 9, chunk_size=2)
-    env.start([0, 1, 2])
-    first = env([0])  # waits for seed 0's chunk; seeds 1 and 2 stay started
-    copy = pickle.loads(pickle.dumps(env))  # what Ray does with a unit's function
-    assert set(copy.values) == {0} and not copy.pending  # the started seeds 1 and 2 are not sent
-    want = ocokit.comparators(problem, 9, [0, 1, 2], chunk_size=2)
-    for k, v in copy([2, 0]).items():  # seed 2 computed by the copy itself, in a chunk of its own
-        np.testing.assert_allclose(v, np.asarray(want[k])[[2, 0]], rtol=1e-12)
-    np.testing.assert_array_equal(first["optimum_loss"][0], env([2, 1, 0])["optimum_loss"][2])
-
-
-def test_a_short_comparison_plays_every_unit_ahead_with_one_comparator_thread(tmp_path, monkeypatch):
-    exp, T, seeds, events = experiments.get("store-smoke"), 20, 3, []
-    real_play, real_save, real_start = harness.play, harness.save_records, harness.comparators_in_background
-    monkeypatch.setattr(harness, "play", lambda *a, **k: events.append("play") or real_play(*a, **k))
-    monkeypatch.setattr(harness, "save_records", lambda *a, **k: events.append("save") or real_save(*a, **k))
-
-    def start(problem, T, seeds, **kwargs):
-        events.append(f"workers={kwargs['workers']}")
-        return real_start(problem, T, seeds, **kwargs)
-
-    monkeypatch.setattr(harness, "comparators_in_background", start)
-    exp.run(T=T, seeds=seeds, out=tmp_path / "ahead")  # 2 learners x 3 seeds x 20 rounds: short
-    assert events == ["workers=1", *["play"] * 2, *["save"] * 2 * seeds]  # a unit of 10 seeds per learner
-    events.clear()
-    monkeypatch.setattr(harness, "PLAY_AHEAD_VALUES", 2 * seeds * T * 3 - 1)  # loss and 2 constraints: one too many
-    exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
-    assert events == ["workers=2", *(["play"] + ["save"] * seeds) * 2]
-    _same_runs(tmp_path / "ahead", tmp_path / "in-turn")
-
-
-register_two_ogd("lend-smoke", comparator_chunk_size=1)  # one seed a comparator chunk
-
-
-def test_a_comparison_played_ahead_computes_untaken_comparator_chunks_while_it_waits(tmp_path, monkeypatch):
-    exp, T, seeds, caller = experiments.get("lend-smoke"), 20, 3, threading.get_ident()
-    lent, ran = threading.Event(), []
-    real_init = ocokit.engine.BackgroundComparators.__init__
-
-    def init(self, run, chunks):
-        def spied(chunk, keep):
-            ran.append("caller" if threading.get_ident() == caller else "thread")
-            if ran[-1] == "caller":
-                lent.set()
-            else:  # the comparator thread holds its first chunk until the caller has taken one
-                assert lent.wait(30), "the caller never computed a comparator chunk"
-            return run(chunk, keep)
-
-        real_init(self, spied, chunks)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(ocokit.engine.BackgroundComparators, "__init__", init)
-        exp.run(T=T, seeds=seeds, out=tmp_path / "lent")  # short: played ahead, then stored
-    assert len(ran) == seeds and ran[0] == "thread" and "caller" in ran  # each chunk once, the caller took some
-    monkeypatch.setattr(harness, "PLAY_AHEAD_VALUES", 0)  # one unit at a time, two comparator threads
-    exp.run(T=T, seeds=seeds, out=tmp_path / "in-turn")
-    assert len(_same_runs(tmp_path / "lent", tmp_path / "in-turn")) == 2 * seeds
-
-
-def test_a_unit_that_fails_ahead_raises_in_its_turn_after_the_units_before_it_are_stored(tmp_path, monkeypatch):
+def test_a_unit_that_fails_raises_after_the_units_before_it_are_stored(tmp_path, monkeypatch):
     exp, T, seeds, plays = experiments.get("store-smoke"), 20, 2, []
     real_play = harness.play
 
@@ -308,25 +248,7 @@ def test_a_unit_that_fails_ahead_raises_in_its_turn_after_the_units_before_it_ar
     monkeypatch.setattr(harness, "play", play)
     with pytest.raises(RuntimeError, match="the slow learner failed"):
         exp.run(T=T, seeds=seeds, out=tmp_path)
-    assert plays == [0.05, 0.01, 0.01]  # played ahead until the failure, then played again in its turn
+    assert plays == [0.05, 0.01]
     stored = results.run_files(tmp_path)
     assert len(stored) == seeds and all("algorithm=OGD/" in p.as_posix() for p in stored)
     assert not list(tmp_path.rglob("*.tmp"))
-
-
-def test_an_interrupt_while_playing_ahead_cancels_the_comparators_not_yet_started(tmp_path, monkeypatch):
-    exp, cancelled = experiments.get("store-smoke"), []
-    real_cancel = harness._SeedComparators.cancel
-
-    def interrupt(*args, **kwargs):
-        raise KeyboardInterrupt  # not an error of the unit: never played again in its turn
-
-    def cancel(self):
-        cancelled.append(sorted(self.pending))  # the seeds still started when the comparison ends
-        real_cancel(self)
-
-    monkeypatch.setattr(harness, "play", interrupt)
-    monkeypatch.setattr(harness._SeedComparators, "cancel", cancel)
-    with pytest.raises(KeyboardInterrupt):
-        exp.run(T=20, seeds=3, out=tmp_path)
-    assert cancelled == [[0, 1, 2]] and not results.run_files(tmp_path)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 TUTORIALS = Path(__file__).resolve().parents[1] / "docs" / "tutorials"
 PAGES = sorted(TUTORIALS.glob("*.md"))
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)

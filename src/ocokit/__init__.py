@@ -16,14 +16,14 @@ from ocokit import metrics as metrics
 from ocokit import problems as problems
 from ocokit import sets as sets
 from ocokit._version import __version__ as __version__
-from ocokit.engine import NonFiniteError as NonFiniteError
 from ocokit.engine import Session as Session
-from ocokit.engine import Trajectory as Trajectory
 from ocokit.engine import comparators as comparators
 from ocokit.engine import run as run
 from ocokit.engine import stack as stack
 from ocokit.engine import sweep as sweep
 from ocokit.engine import with_comparators as with_comparators
+from ocokit.trajectory import NonFiniteError as NonFiniteError
+from ocokit.trajectory import Trajectory as Trajectory
 
 __all__ = [
     "NonFiniteError",

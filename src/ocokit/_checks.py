@@ -191,3 +191,113 @@ def _human(nbytes: float) -> str:
     while nbytes >= 1000 and unit < 5:
         nbytes, unit = nbytes / 1000, unit + 1
     return f"{nbytes:.3g} {('B', 'KB', 'MB', 'GB', 'TB', 'PB')[unit]}"
+
+
+# --------------------------------------------------------------------------------------------------
+# The engine's entry arguments: the horizon, the runs' keys, and whether a call fits in memory. Each public
+# entry (``run``, ``sweep``, ``comparators``, ``Session``, the harness, the CLI) checks its arguments here, once.
+
+MAX_T = 2**31 - 1
+"""The longest horizon: rounds are counted in int32."""
+_SEEDS = (-(2**63), 2**63 - 1)  # what jax.random.PRNGKey accepts
+_KEYS_RULE = "a number of seeds (an integer >= 1), a non-empty list of integer seeds or a batch of PRNG keys"
+
+
+def horizon(value: Any, name: str = "T") -> int:
+    """A horizon: an integer in ``[1, MAX_T]`` as a Python ``int``."""
+    return integer(name, value, 1, MAX_T)
+
+
+def is_key_batch(keys: Any, single: bool = False) -> bool:
+    """Whether ``keys`` is a PRNG key (``single``) or a batch of them: typed keys, or raw uint32 pairs."""
+    if not isinstance(keys, jax.Array | np.ndarray):
+        return False
+    typed = jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    ndim = keys.ndim - (0 if typed else 1)
+    shaped = typed or (keys.dtype == np.uint32 and keys.ndim >= 1 and keys.shape[-1] == 2)
+    return shaped and ndim == (0 if single else 1)
+
+
+def key(value: Any) -> jax.Array:
+    """One run's key: an integer seed (any integer type) or a PRNG key."""
+    if is_key_batch(value, single=True):
+        return value
+    try:
+        seed = integer("key", value, *_SEEDS)
+    except ValueError:
+        rule = "an integer seed in [-2**63, 2**63 - 1] or a PRNG key (jax.random.PRNGKey(seed))"
+        raise ValueError(f"key must be {rule}, got {value!r}") from None
+    return jax.random.PRNGKey(seed)
+
+
+def count_keys(keys: Any) -> int:
+    """The number S of runs ``keys`` asks for, after checking it (one line naming ``keys`` otherwise)."""
+    if isinstance(keys, int | np.integer) and not isinstance(keys, bool):
+        return integer("keys", keys, 1)
+    if is_key_batch(keys):
+        if keys.shape[0] < 1:
+            raise ValueError(f"keys must be {_KEYS_RULE}, got an empty batch of keys")
+        return int(keys.shape[0])
+    if isinstance(keys, list | tuple | range) or (isinstance(keys, np.ndarray | jax.Array) and keys.ndim == 1):
+        if len(keys) == 0:
+            raise ValueError(f"keys must be {_KEYS_RULE}, got an empty {type(keys).__name__}")
+        if getattr(keys, "dtype", None) == np.uint32 and len(keys) == 2:
+            raise ValueError(f"keys must be {_KEYS_RULE}, got one PRNG key (use jax.random.split(key, S))")
+        for i, seed in enumerate(keys if not isinstance(keys, range) else (keys[0], keys[-1])):
+            try:
+                integer("seed", seed, *_SEEDS)
+            except ValueError as err:
+                raise ValueError(f"keys[{i}] must be an integer seed in [-2**63, 2**63 - 1], got {seed!r}") from err
+        return len(keys)
+    raise ValueError(f"keys must be {_KEYS_RULE}, got {keys!r}")
+
+
+def keys(value: Any) -> jax.Array:
+    """A batch of PRNG keys from a count S (seeds ``0..S-1``), a list of seeds, or keys (checked first)."""
+    count_keys(value)
+    if is_key_batch(value):
+        return value
+    seeds = range(int(value)) if isinstance(value, int | np.integer) else value
+    return jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree.leaves(tree))
+
+
+def _footprint(problem: Any, T: int, comparators: bool) -> tuple[int, int, bool]:
+    """Bytes of ``problem``'s episode and of one round's data, from shapes only (``jax.eval_shape``), and (with
+    ``comparators``) whether its comparators hold every round's data (``best_fixed`` or ``round_optimum`` defined).
+    A problem whose episode or rounds cannot be traced abstractly (host code) counts 0 bytes."""
+    key0, t = jax.random.PRNGKey(0), jax.ShapeDtypeStruct((), jnp.int32)
+    try:
+        episode = jax.eval_shape(lambda k: problem.episode(k, T), key0)
+        data = _nbytes(jax.eval_shape(lambda ep, t: problem.round_data(ep, key0, t), episode, t))
+        held = comparators and (
+            jax.eval_shape(lambda ep, t: problem.round_optimum(problem.round_data(ep, key0, t)), episode, t) is not None
+            or jax.eval_shape(lambda ep: problem.best_fixed(ep, key0, T), episode) is not None
+        )
+    except Exception:  # a problem whose episode cannot be traced abstractly (host code): estimated without it
+        return 0, 0, False
+    return _nbytes(episode), data, held
+
+
+def runs_fit(what: str, problem: Any, T: int, runs: int, chunk: int, decisions: bool, comparators: bool) -> None:
+    """Refuse up front a call that would not fit in memory (instead of allocating until XLA fails).
+
+    The estimate, from shapes only (nothing is compiled): the result holds ``runs`` x T rounds of records (the
+    loss, the N constraint values, the two comparator losses if computed, the decision if recorded; not the
+    learner's diagnostics); each of the ``chunk`` runs computed at once also holds its episode and, for the
+    comparators, five times its round data per round (``best_fixed`` stacks every round's data; drawing it
+    vmapped over the rounds peaks at about 4.4 times the data's size for
+    :class:`~ocokit.problems.TimeVaryingRegression`).
+    """
+    itemsize = 8 if jax.config.jax_enable_x64 else 4
+    entries = int(np.prod(problem.domain.shape)) if decisions else 0
+    values = 1 + problem.num_constraints + (2 if comparators else 0) + entries
+    episode, data, held = _footprint(problem, T, comparators)
+    records = float(T) * values * itemsize
+    nbytes = runs * records + chunk * (records + (5.0 * T * data if held else 0.0) + episode)
+    reduce = "use a smaller T" + (", fewer seeds per call or a smaller chunk_size" if runs > 1 else "")
+    reduce += " (or record_decisions=False)" if decisions else ""
+    fits_in_memory(f"{what} of {runs} run(s) x T = {T} rounds", nbytes, reduce)

@@ -11,13 +11,11 @@ Bad input prints one line ``error: ...`` on stdout and exits 2.
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
-import threading
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -56,6 +54,9 @@ class _OneLineErrors(typer.core.TyperGroup):
         except typer.Abort:
             _error("aborted")
             sys.exit(1)
+        except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT; stored runs are kept
+            _error("interrupted")
+            sys.exit(130)
         except _BAD_INPUT as err:
             _error(str(err) or type(err).__name__)
             sys.exit(2)
@@ -102,50 +103,27 @@ def _experiments():
     return experiments
 
 
-def _float64() -> None:
+def _float64() -> Path | None:
     """Every command that may compute runs in float64, as ``run`` always has (the library never flips it), with
-    the compilation caches on and short sweeps compiled cheaply (:func:`ocokit.engine.compile_short_sweeps`)."""
+    JAX's persistent compilation cache on (:func:`_compilation_cache`: its folder, or ``None``)."""
     import jax
 
-    from ocokit import engine
-
     jax.config.update("jax_enable_x64", True)
-    _compilation_cache()
-    engine.compile_short_sweeps(engine.SHORT_SWEEP_ROUNDS)
+    return _compilation_cache()
 
 
 CACHE_ENV_VAR = "OCOKIT_CACHE_DIR"
 """Where the CLI keeps JAX's persistent compilation cache: a folder, or empty to turn the cache off."""
 _CACHE_MAX_BYTES = 2**30
 """The cache's size bound (1 GiB); JAX evicts the least recently used programs beyond it."""
-_EXECUTABLES = "ocokit-executables"
-"""The cache's subfolder for the engine's programs keyed before tracing (:mod:`ocokit._executables`)."""
 
 
-def _compilation_cache() -> Path | None:
-    """Turn on JAX's persistent compilation cache for this command; returns its folder (``None``: off).
+def _cache_folder() -> Path | None:
+    """The folder of the CLI's compilation cache (``None``: off), not yet turned on (:func:`_compilation_cache`).
 
-    A small run spends most of its wall time compiling (every learner's scan, the comparators, the
-    metrics). With the cache, a second invocation with the same shapes (same T, seeds, options, versions)
-    loads those programs from disk instead of compiling them. The folder is ``$OCOKIT_CACHE_DIR`` if set
-    (empty: no cache), else ``ocokit/jax-compilation-cache`` in the user's cache folder
-    (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows).
-    It only ever holds compiled programs, keyed by JAX on the program, the options and the versions, so
-    it is safe to delete at any time; JAX bounds it (:data:`_CACHE_MAX_BYTES`, least recently used out).
-    A cache the user configured for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is left as it is.
-
-    Its subfolder ``ocokit-executables`` keeps the engine's programs keyed before tracing
-    (:mod:`ocokit._executables`), so that a second invocation does not even trace them.
+    ``$OCOKIT_CACHE_DIR`` if set (empty: no cache), else ``ocokit/jax-compilation-cache`` in the user's cache
+    folder (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows).
     """
-    import os
-
-    import jax
-
-    from ocokit import _executables
-
-    if jax.config.jax_compilation_cache_dir:  # the user's own JAX setting wins
-        _executables.use(Path(jax.config.jax_compilation_cache_dir) / _EXECUTABLES)
-        return Path(jax.config.jax_compilation_cache_dir)
     folder = os.environ.get(CACHE_ENV_VAR)
     if folder is None:
         if sys.platform == "darwin":
@@ -155,14 +133,67 @@ def _compilation_cache() -> Path | None:
         else:
             base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         folder = str(base / "ocokit" / "jax-compilation-cache")
-    if not folder:
-        _executables.use(None)
+    return Path(folder) if folder else None
+
+
+def _compilation_cache() -> Path | None:
+    """Turn on JAX's persistent compilation cache for this command; returns its folder (``None``: off).
+
+    A small run spends most of its wall time compiling (every learner's scan, the comparators, the
+    metrics). With the cache, a second invocation with the same shapes (same T, seeds, options, versions)
+    loads those programs from disk instead of compiling them. The folder (:func:`_cache_folder`) only ever holds
+    compiled programs, keyed by JAX on the program, the options and the versions, so it is safe to delete at any
+    time; JAX bounds it (:data:`_CACHE_MAX_BYTES`, least recently used out). JAX loads native code from it, so it
+    is created readable by its owner only, and a folder that another user owns or may write in, or that this
+    process cannot write in, is not used (one warning line; the command runs without a cache). A cache the user
+    configured for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is left as it is.
+    """
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:  # the user's own JAX setting wins
+        return Path(jax.config.jax_compilation_cache_dir)
+    folder = _cache_folder()
+    if folder is None:
         return None
-    _executables.use(Path(folder) / _EXECUTABLES)
-    jax.config.update("jax_compilation_cache_dir", folder)
+    unsafe = _unsafe_cache(folder)
+    if unsafe:
+        _warn(f"not using the compilation cache {folder}: {unsafe}; the command runs without it")
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small programs add up
     jax.config.update("jax_compilation_cache_max_size", _CACHE_MAX_BYTES)
-    return Path(folder)
+    return folder
+
+
+def _unsafe_cache(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold this user's compiled programs (created 0700 where missing), or ``None``."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+    except OSError as err:
+        return f"it cannot be created ({err.strerror or type(err).__name__})"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return "another user owns it"
+    if info.st_mode & 0o022:
+        return "other users may write in it (chmod go-w, or set OCOKIT_CACHE_DIR)"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "it is read-only"
+    return None
+
+
+def _without_cache(folder: Path, err: Exception) -> None:
+    """Turn JAX's persistent cache off for the rest of this process after ``err``, saying so in one line."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", None)
+    jax.clear_caches()
+    reason = " ".join(str(err).split())[:200] or type(err).__name__
+    _warn(f"the compilation cache {folder} failed ({reason}); running again without it (`ocokit cache --clear`)")
+
+
+def _warn(message: str) -> None:
+    """Print ``warning: message`` on one line of stderr."""
+    status_console.print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
 
 MAX_SEEDS = 10_000
@@ -174,10 +205,8 @@ _VALUES_PER_ROUND = 16
 def _check_size(exp, T: int, seeds: int, data: Path | None) -> None:
     """Refuse, before anything is computed, a horizon, seed count or data path that cannot work."""
     from ocokit import _checks
-    from ocokit.engine import _MAX_T
 
-    if not 1 <= T <= _MAX_T:
-        raise ValueError(f"--T must be an integer >= 1 and <= {_MAX_T}, got {T}")
+    _checks.horizon(T, "--T")
     if not 1 <= seeds <= MAX_SEEDS:
         raise ValueError(f"--seeds must be an integer >= 1 and <= {MAX_SEEDS} (one stored run per seed), got {seeds}")
     runs = seeds * max(1, len(exp.algorithms))
@@ -314,11 +343,7 @@ def run_experiment(
     plain: Annotated[bool, PLAIN] = False,
 ) -> None:
     """Run an experiment, skipping runs already stored in OUT; write summary.json, runs and the figure."""
-    _float64()
-    from ocokit import _executables
-
-    command = repr(("run", name, T, seeds, sorted(option or []), str(data)))  # what it computes, not where it writes
-    _executables.prefetch(command)  # the programs this command called last time, loaded during the set-up
+    cache = _float64()
     E = _experiments()
     exp = E.get(name)
     T = exp.default_T if T is None else T
@@ -336,24 +361,25 @@ def run_experiment(
     status.print(header, soft_wrap=True)
     if executor != "local":
         status.print(f"executor: {runner.describe()}", soft_wrap=True)
-    from ocokit import plotting
 
-    def preload() -> None:  # during the runs, once the programs are loaded (it holds the interpreter's lock)
-        _executables.wait_prefetch()
-        plotting.preload()
-
-    threading.Thread(target=preload, name="ocokit-preload", daemon=True).start()
-    try:
+    def compute():
         with _progress_bar(status) as bar:
-            report = exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options,
-                             progress=_RichProgress(bar), executor=runner,
-                             reuse_across_versions=reuse_across_versions)  # fmt: skip
+            return exp.run(T=T, seeds=seeds, out=out, data_dir=data, options=options, progress=_RichProgress(bar),
+                           executor=runner, reuse_across_versions=reuse_across_versions)  # fmt: skip
+
+    try:
+        try:
+            report = compute()
+        except (executors.UnitError, FloatingPointError, OSError):
+            raise
+        except Exception as err:  # a damaged cache entry fails in JAX: once more without the cache
+            if cache is None:
+                raise
+            _without_cache(cache, err)
+            report = compute()
     except executors.UnitError as err:  # a unit failed on a worker: one line; the finished runs are stored
         console.print(f"[red]error:[/red] {escape(str(err))}")
         raise SystemExit(2) from None
-    finally:  # loads not needed any more (an error, or runs all found on disk): not waited for at exit
-        _executables.cancel_prefetch()
-    _executables.remember(command)
     if as_json:
         typer.echo(json.dumps(_read_summary(out), indent=2, sort_keys=True))
     else:
@@ -445,7 +471,10 @@ def cache(
     ] = False,
 ) -> None:
     """Show where `ocokit run` keeps compiled programs and how much they take; --clear deletes them."""
-    folder = _compilation_cache()
+    import jax
+
+    own = jax.config.jax_compilation_cache_dir  # the user's own JAX setting wins
+    folder = Path(own) if own else _cache_folder()
     if folder is None:
         console.print(f"the cache is off (${CACHE_ENV_VAR} is empty)", markup=False, highlight=False)
         return
@@ -462,13 +491,8 @@ def cache(
 
 
 def _cache_files(folder: Path) -> dict[str, list[Path]]:
-    """The files of the CLI's cache under ``folder``, by kind: only names JAX's cache and the engine's write."""
-    from ocokit import _executables
-
-    return {
-        "JAX's compilation cache": sorted([*folder.glob("*-cache"), *folder.glob("*-atime")]),
-        "engine programs (ocokit-executables)": _executables.stored_files(folder / _EXECUTABLES),
-    }
+    """The files of the CLI's cache under ``folder``, by kind: only names JAX's cache writes."""
+    return {"JAX's compilation cache": sorted([*folder.glob("*-cache"), *folder.glob("*-atime")])}
 
 
 def _read_summary(out: Path) -> dict:
@@ -484,55 +508,24 @@ def _read_summary(out: Path) -> dict:
 
 def main() -> None:
     """The ``ocokit`` command in this process (:func:`script` is the console script); errors print one line and
-    exit non-zero (``SystemExit``)."""
-    app()
+    exit non-zero (``SystemExit``), warnings one line each on stderr."""
+    import warnings
+
+    shown = warnings.showwarning
+    warnings.showwarning = lambda message, category, *rest, **kw: _warn(f"{category.__name__}: {message}")
+    try:
+        app()
+    finally:
+        warnings.showwarning = shown
 
 
 def script() -> None:
-    """Entry point of the ``ocokit`` console script and of ``python -m ocokit.cli``: :func:`main`, then
-    :func:`_leave` with its exit status."""
+    """Entry point of the ``ocokit`` console script and of ``python -m ocokit.cli``."""
     try:
         main()
-    except SystemExit as done:
-        _leave(done.code)
-    _leave(0)
-
-
-def _leave(code: Any) -> NoReturn:
-    """End the process with ``code`` as ``sys.exit(code)`` would, less the interpreter's teardown.
-
-    Freeing every object of a process that imported JAX, pyarrow and matplotlib takes 0.15-0.4 s on a 2-core
-    machine and writes nothing (mypy ends its command the same way). Everything else a normal exit does is
-    done first: the threads still running are waited for (ocokit's own pools are shut down, their loads finish)
-    and the ``atexit`` handlers run (JAX's, logging's), then the streams are flushed. A process that started Ray,
-    holds another thread that is not a daemon, or runs on a Python without ``atexit._run_exitfuncs`` exits
-    normally.
-    """
-    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    ray = sys.modules.get("ray")
-    if run_exitfuncs is None or (ray is not None and getattr(ray, "is_initialized", lambda: True)()):
-        sys.exit(code)
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            if not thread.name.startswith(_OUR_THREADS):  # not ours: it may need what a normal exit does
-                sys.exit(code)
-            thread.join()
-    if code is None or isinstance(code, int):
-        status = code or 0
-    else:  # sys.exit("message"): printed on stderr, status 1
-        print(code, file=sys.stderr)
-        status = 1
-    run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe, a closed stream: nothing more can be written anyway
-            pass
-    os._exit(status)
-
-
-_OUR_THREADS = ("ocokit-",)
-"""Name prefixes of the non-daemon threads :func:`_leave` waits for: ocokit's pools (prefetch, comparators)."""
+    except KeyboardInterrupt:  # Ctrl-C before the command group took over (importing it)
+        _error("interrupted")
+        sys.exit(130)
 
 
 if __name__ == "__main__":

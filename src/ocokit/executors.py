@@ -25,8 +25,7 @@ import abc
 import importlib.util
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 RAY_MISSING = 'the Ray executor needs the ray extra: pip install "ocokit[ray]"'
 """The one-line message raised when :class:`Ray` is constructed without Ray installed."""
@@ -42,8 +41,7 @@ _JAX_OPTIONS = (
     "jax_numpy_dtype_promotion",
     "jax_default_matmul_precision",
 )
-# Also copied when the cluster is this machine: the persistent compilation cache, shared by the workers (and so
-# is the folder of engine programs, ocokit._executables).
+# Also copied when the cluster is this machine: the persistent compilation cache, shared by the workers.
 _JAX_LOCAL_OPTIONS = (
     "jax_compilation_cache_dir",
     "jax_persistent_cache_min_compile_time_secs",
@@ -81,10 +79,6 @@ class AbstractExecutor(abc.ABC):
     def workers(self) -> int:
         """How many units run at once (1 for :class:`Local`; the cluster's slots for :class:`Ray`)."""
 
-    in_process: ClassVar[bool] = False
-    """Whether the units run in this process, one after another (:class:`Local`): work the driver starts in a
-    thread (the comparators of a comparison, :class:`ocokit.harness.Comparison`) then runs beside them."""
-
     def describe(self) -> str:
         """One line for the progress display, e.g. ``ray (8 workers)``."""
         return f"{type(self).__name__.lower()} ({self.workers} worker{'s' if self.workers != 1 else ''})"
@@ -100,8 +94,6 @@ class Local(AbstractExecutor):
         >>> list(Local().map(lambda u: u * u, [1, 2, 3]))
         [(1, 1), (2, 4), (3, 9)]
     """
-
-    in_process: ClassVar[bool] = True
 
     def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
         """Yield ``(unit, fn(unit))`` in the order of ``units`` (which is also their completion order)."""
@@ -215,8 +207,6 @@ class Ray(AbstractExecutor):
     def _task_options(self) -> dict[str, Any]:
         threads = str(max(int(self.num_cpus_per_task), 1))
         env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
-        if threads == "1":  # XLA's CPU matrix products on the calling thread (the driver's flags kept)
-            env["XLA_FLAGS"] = "${XLA_FLAGS} --xla_cpu_multi_thread_eigen=false"
         gpus = self._gpus()
         if gpus > 0:
             env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # units sharing a GPU must not each take 75% of it
@@ -240,11 +230,8 @@ class Ray(AbstractExecutor):
 
         ray = self._ray
         self._connect()
-        from ocokit import _executables, engine
-
         options = _JAX_OPTIONS + (_JAX_LOCAL_OPTIONS if self.address is None else ())
         config = {name: getattr(jax.config, name) for name in options}
-        programs = _executables.folder() if self.address is None else None  # this machine's folder only
         payload = ray.put(cloudpickle.dumps(fn))
         task = ray.remote(_run_unit).options(**self._task_options())
         window = self.max_workers or 2 * self.workers
@@ -255,7 +242,7 @@ class Ray(AbstractExecutor):
                     unit = next(todo, _DONE)
                     if unit is _DONE:
                         break
-                    pending[task.remote(payload, unit, config, programs, engine.short_sweeps())] = unit
+                    pending[task.remote(payload, unit, config)] = unit
                 if not pending:
                     break
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
@@ -276,22 +263,13 @@ class Ray(AbstractExecutor):
 _DONE = object()
 
 
-def _run_unit(
-    payload: bytes, unit: Any, config: dict[str, Any], programs: Path | None = None, short_sweeps: int = 0
-) -> Any:
-    """A Ray task: copy the driver's JAX options, its folder of engine programs (:mod:`ocokit._executables`;
-    ``None`` on a remote cluster) and its bound on short sweeps (:func:`ocokit.engine.compile_short_sweeps`),
-    then unpickle the function (its arrays) and call it."""
+def _run_unit(payload: bytes, unit: Any, config: dict[str, Any]) -> Any:
+    """A Ray task: copy the driver's JAX options, then unpickle the function (its arrays) and call it."""
     import cloudpickle
     import jax
 
-    from ocokit import _executables, engine
-
     for name, value in config.items():
         jax.config.update(name, value)
-    if programs != _executables.folder():
-        _executables.use(programs)
-    engine.compile_short_sweeps(short_sweeps)
     return cloudpickle.loads(payload)(unit)
 
 

@@ -8,8 +8,8 @@ Feedback kinds (a learner declares one as its class attribute ``feedback``):
 * ``ZEROTH_ORDER``: values of ``f_t`` and ``g_t`` at points the learner picks, no gradients (two-point
   feedback; :class:`ZerothOrder`). A learner counts its own queries in its state.
 * ``PREDICTIONS``: a prediction oracle (:class:`Predictions`): values of a model ``l_k`` of the costs of
-  upcoming rounds ``k``, at windows the learner picks, within a look-ahead window (paper 002). The engine
-  also hands such a learner the oracle of round 0 before round 1 (``AbstractLearner.prepare``).
+  upcoming rounds ``k``, at windows the learner picks, within a look-ahead window (paper 002). Such a learner
+  also gets the oracle of round 0 before round 1 (:func:`before_round_one`, through ``AbstractLearner.prepare``).
 
 Gradient estimators (one-point sphere, two-point, smoothing laws) take a loss-value function and a key,
 so every zeroth-order or bandit learner reuses the same code. Smoothing directions come from one sampler,
@@ -233,6 +233,13 @@ def make_feedback(
     if kind is BANDIT:
         return Bandit(loss, constraints)
     raise ValueError(f"unknown feedback kind {kind!r}; expected one of {[k.value for k in FeedbackKind]}")
+
+
+def before_round_one(kind: FeedbackKind, problem: AbstractProblem, episode: Any, env_key: Any) -> Predictions | None:
+    """The feedback of ``kind`` available before round 1, which the engine hands to ``AbstractLearner.prepare``
+    for every learner: the prediction oracle of the first window for ``PREDICTIONS`` (built after "round 0"),
+    ``None`` for the other kinds (nothing is known before playing)."""
+    return Predictions.of(problem, episode, env_key, 0) if kind is PREDICTIONS else None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -29,25 +27,15 @@ import numpy as np
 
 from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import (
-    SMALL_DECISION,
-    BackgroundComparators,
-    Trajectory,
-    comparators,
-    comparators_in_background,
-    split_key,
-    sweep,
-    with_comparators,
-)
+from ocokit.engine import Trajectory, comparators, split_key, sweep, with_comparators
 from ocokit.executors import AbstractExecutor, Local
+from ocokit.fingerprints import describe_each, provenance
 from ocokit.plotting import band_figure
 from ocokit.results import (
     CorruptRunError,
     atomic_write_json,
     check_writable_folder,
-    describe_each,
     load_records,
-    provenance,
     run_path,
     save_records,
 )
@@ -232,7 +220,8 @@ class Context:
         The missing keys are split into units of ``unit`` keys (``None``: one unit), each computed by
         ``compute(keys) -> {key: (columns, metadata)}`` on the executor; each unit's runs are stored as it
         completes, so an interrupted command keeps every finished unit. A stored run is read back and validated
-        before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows) counts as
+        before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows), or that holds
+        another run than its name promises (its stored key, T, seed or algorithm: a warning naming it), counts as
         missing and is recomputed, its file replaced atomically (read only, ``compute=False``: an error naming it).
         A run computed now is returned as its file reads back (what :func:`save_records` returns), without
         reading the file. ``paths`` (key -> :meth:`path`) spares computing the paths again when the caller has.
@@ -242,8 +231,9 @@ class Context:
         stored: dict[Any, Records] = {}
         missing, corrupt = [], {}
         for k, p in paths.items():
-            try:
-                stored[k] = load_records(p)
+            expect = {"algorithm": label, **configs[k], "experiment": name}  # as save_records below stores it
+            try:  # checked by content: another run's file under this name is recomputed, with a warning naming it
+                stored[k] = load_records(p, expect=expect, recompute=self.compute)
             except FileNotFoundError:
                 missing.append(k)
             except CorruptRunError as err:
@@ -367,7 +357,7 @@ class Experiment:
         reused only if made by the same ocokit, jax and equinox versions, unless ``reuse_across_versions``.
         ``out`` must be a folder this process can write in (or one it can create): checked before computing.
         """
-        _checks.positive_int("T", T)
+        T = _checks.horizon(T)
         _checks.positive_int("seeds", seeds)
         raw, out, progress, executor = dict(options or {}), Path(out), progress or Progress(), executor or Local()
         opts, reuse = self.parse_options(raw), reuse_across_versions
@@ -451,15 +441,8 @@ ALGORITHMS = Option("algorithms", list, None, "comma-separated labels to run (de
 class Comparison:
     """The algorithms x seeds study: every algorithm on ``make_problem(T, data_dir, options)``, S seeds.
 
-    Each seed's comparators are computed once for all the algorithms. On an executor that runs the units in this
-    process (:attr:`ocokit.executors.AbstractExecutor.in_process`), those of every seed some algorithm lacks start
-    in threads before the first learner plays (:func:`ocokit.engine.comparators_in_background`), on the core the
-    plays leave idle; elsewhere (Ray) each unit computes its own seeds'. A short comparison on a small game
-    (:data:`PLAY_AHEAD_VALUES`) plays every unit first, while the comparators compute in one thread, and stores
-    each unit once its seeds' comparators are ready; while it waits for them, it computes chunks that thread has
-    not taken. XLA's CPU client runs as many programs at once as there are cores: on two, a play called while two
-    comparator threads run waits for one of them to end, so one thread leaves a core to the plays and the two run
-    side by side instead of taking turns.
+    Each seed's comparators are computed once, for all the algorithms (:func:`ocokit.comparators`), when the first
+    unit that lacks them asks; a unit computed in another process (Ray) computes its own seeds'.
 
     Args:
         make_problem: the problem, from the horizon, the data folder and the parsed options.
@@ -467,11 +450,7 @@ class Comparison:
         make_algorithms: ``(ctx, problem) -> algorithms`` when they depend on options (default: the
             experiment's, filtered by the option ``algorithms`` if declared).
         describe: ``problem -> dict`` written to ``summary.json`` under ``"problem"``.
-        chunk_size: seeds vmapped at once.
-        comparator_chunk_size: seeds whose comparators one program computes at once (at most ``chunk_size``).
-            Smaller than a unit, so that a comparison that played every unit ahead computes them in two threads in
-            fine steps: while the seeds it stores next are not ready, the storing thread computes a chunk no
-            comparator thread has taken.
+        chunk_size: seeds vmapped at once (a unit of work), for the learners and the comparators.
     """
 
     make_problem: Callable[[int, Path | None, Mapping[str, Any]], Any]
@@ -480,14 +459,12 @@ class Comparison:
     make_algorithms: Callable[[Context, Any], Sequence[Algorithm]] | None = None
     describe: Callable[[Any], dict[str, Any]] = lambda problem: {"class": type(problem).__name__}
     chunk_size: int = 10
-    comparator_chunk_size: int = 5
 
     def __post_init__(self):
         unknown = set(self.panels) - set(metrics.ROUND_METRICS)
         if unknown:
             raise ValueError(f"panels {sorted(unknown)} are not metrics; choose from {sorted(metrics.ROUND_METRICS)}")
         _checks.positive_int("chunk_size", self.chunk_size)
-        _checks.positive_int("comparator_chunk_size", self.comparator_chunk_size)
 
     def __call__(self, exp: Experiment, ctx: Context) -> Outcome:
         T, problem = ctx.T, self.make_problem(ctx.T, ctx.data_dir, ctx.options)
@@ -497,126 +474,46 @@ class Comparison:
         configs = {algo.label: {s: {"algorithm": algo.label, "learner": learner, "problem": problem,
                                     "options": ctx.raw, "T": T, "seed": s} for s in range(ctx.seeds)}
                    for algo, learner in plan}  # fmt: skip
-        paths = {label: {s: ctx.path(label, c) for s, c in cs.items()} for label, cs in configs.items()}
-        env = _SeedComparators(problem, T, min(self.comparator_chunk_size, self.chunk_size))  # for every algorithm
-        played: dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]] = {}  # units played ahead
-        ahead = False  # whether every unit is played before any is stored
+        env = _SeedComparators(problem, T, self.chunk_size)  # for every algorithm
         curves: dict[str, dict[str, np.ndarray]] = {}
         summary: Summary = {}
-        try:
-            if ctx.compute and ctx.executor.in_process:  # computed in threads while the learners play
-                lacking = {label: [s for s, p in ps.items() if not p.exists()] for label, ps in paths.items()}
-                ahead = _plays_ahead(problem, T, sum(map(len, lacking.values())))
-                env.start(sorted(set().union(*lacking.values())), workers=1 if ahead else 2)
-                if ahead:
-                    played = self._play_ahead(problem, T, plan, lacking)
-            for algo, learner in plan:
+        for algo, learner in plan:
 
-                def compute(missing, learner=learner, label=algo.label):
-                    traj, seconds = played.pop((label, tuple(missing)), None) or play(
-                        learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False
-                    )
-                    traj = with_comparators(traj, env(missing, lend=ahead))  # all played: this thread lends a hand
-                    per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
-                    return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
-                            for i, s in enumerate(missing)}  # fmt: skip
+            def compute(missing, learner=learner):
+                traj, seconds = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
+                traj = with_comparators(traj, env(missing))
+                per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
+                return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
+                        for i, s in enumerate(missing)}  # fmt: skip
 
-                cells = ctx.cells(algo.label, configs[algo.label], compute, self.chunk_size, paths[algo.label])
-                records = list(cells.values())
-                names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
-                curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
-                summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
-                seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
-                summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
-        finally:
-            env.cancel()  # an error: the seeds not started yet are not computed
+            cells = ctx.cells(algo.label, configs[algo.label], compute, self.chunk_size)
+            records = list(cells.values())
+            names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
+            curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
+            summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
+            seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
+            summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
         title = f"{exp.title} ({exp.paper}, T = {T})"
         figure = Figure(curves, panels=self.panels, kwargs={"title": title, "logy": self.logy})
         return Outcome(summary, [figure], {"problem": self.describe(problem)})
 
-    def _play_ahead(
-        self, problem: Any, T: int, plan: Sequence[tuple[Algorithm, Any]], lacking: Mapping[str, list[int]]
-    ) -> dict[tuple[str, tuple[int, ...]], tuple[Trajectory, float]]:
-        """Every algorithm's seeds in ``lacking`` (by label) played, in the units :meth:`Context.cells` will ask for
-        (:func:`_units` of :attr:`chunk_size` seeds), keyed by ``(label, seeds)``. A unit that raises ends the plays
-        ahead: it is played again in its turn, so its error surfaces after the units before it are stored."""
-        played = {}
-        for algo, learner in plan:
-            for unit in _units(lacking[algo.label], self.chunk_size):
-                try:
-                    played[algo.label, tuple(unit)] = play(
-                        learner, problem, T, unit, chunk_size=self.chunk_size, comparators=False
-                    )
-                except Exception:  # played again in its turn, which raises it
-                    return played
-        return played
-
-
-PLAY_AHEAD_VALUES = 2**21
-"""A :class:`Comparison` computed in process plays every unit before storing any when its missing runs record at most
-this many per-round values in all (each round's loss and constraint values: ``T (1 + N)`` a run) on a small game (at
-most :data:`ocokit.engine.SMALL_DECISION` decision entries): seconds of plays, whose trajectories are held meanwhile
-(8 bytes a value, besides a few diagnostics a round). Larger comparisons play and store one unit at a time, so that
-the progress bar moves and memory stays bounded. Paper 003's Fig. 1 (5 learners x 20 seeds, T = 1000, N = 2) holds
-300,000."""
-
-
-def _plays_ahead(problem: Any, T: int, runs: int) -> bool:
-    """Whether ``runs`` missing runs of ``T`` rounds on ``problem`` are played ahead (:data:`PLAY_AHEAD_VALUES`)."""
-    values = runs * T * (1 + problem.num_constraints)
-    return 0 < values <= PLAY_AHEAD_VALUES and math.prod(problem.domain.shape) <= SMALL_DECISION
-
 
 class _SeedComparators:
-    """Each seed's comparator losses (:func:`ocokit.engine.comparators`), computed once for all the algorithms
-    of a :class:`Comparison` and kept on the host.
-
-    :meth:`start` computes the given seeds' in threads (:func:`ocokit.engine.comparators_in_background`) while
-    the caller plays the learners, on the cores the learners leave idle; calling it for seeds gives their values,
-    waiting for a started seed or computing one never started. A copy sent to another process (a Ray unit) carries
-    the values already known, not the threads."""
+    """Each seed's comparator losses (:func:`ocokit.comparators`), computed once for all the algorithms of a
+    :class:`Comparison`, in chunks of ``chunk_size`` seeds, and kept on the host."""
 
     def __init__(self, problem: Any, T: int, chunk_size: int):
         self.problem, self.T, self.chunk_size = problem, T, chunk_size
         self.values: dict[int, dict[str, np.ndarray]] = {}
-        self.pending: dict[int, tuple[Future, int]] = {}  # seed -> (its chunk's future, its row in the chunk)
-        self.started: list[BackgroundComparators] = []
 
-    def start(self, seeds: Sequence[int], workers: int = 2) -> None:
-        """Start computing ``seeds``' comparators in ``workers`` threads (none when ``seeds`` is empty)."""
-        if seeds:
-            futures = comparators_in_background(
-                self.problem, self.T, list(seeds), chunk_size=self.chunk_size, workers=workers
-            )
-            n = self.chunk_size  # one future per chunk of n consecutive seeds
-            self.pending.update({s: (futures[i // n], i % n) for i, s in enumerate(seeds)})
-            self.started.append(futures)
-
-    def __call__(self, seeds: Sequence[int], lend: bool = False) -> dict[str, np.ndarray]:
-        """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order. With ``lend``, while a
-        seed's chunk is not ready, this thread computes started chunks no thread has taken
-        (:meth:`ocokit.engine.BackgroundComparators.compute_one`) instead of waiting."""
-        for s in seeds:
-            if s in self.pending:
-                future, row = self.pending.pop(s)
-                while lend and not future.done() and any(started.compute_one() for started in self.started):
-                    pass
-                self.values[s] = {k: v[row] for k, v in future.result().items()}
+    def __call__(self, seeds: Sequence[int]) -> dict[str, np.ndarray]:
+        """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order."""
         todo = [s for s in seeds if s not in self.values]
         if todo:
             fresh = comparators(self.problem, self.T, todo, chunk_size=self.chunk_size)
-            fresh = {k: np.asarray(v) for k, v in fresh.items()}  # host arrays: no small programs to compile
+            fresh = {k: np.asarray(v) for k, v in fresh.items()}
             self.values.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
         return {k: np.stack([self.values[s][k] for s in seeds]) for k in self.values[seeds[0]]}
-
-    def cancel(self) -> None:
-        """Drop the started seeds whose computation has not begun (a running chunk ends on its own)."""
-        for future, _ in self.pending.values():
-            future.cancel()
-        self.pending.clear()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "pending": {}, "started": []}
 
 
 _REGISTRY: dict[str, Experiment] = {}

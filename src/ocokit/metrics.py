@@ -1,4 +1,4 @@
-"""Performance metrics: pure functions of a :class:`~ocokit.engine.Trajectory` (or of its arrays).
+"""Performance metrics: pure functions of a :class:`~ocokit.trajectory.Trajectory` (or of its arrays).
 
 Every per-round metric returns the running value after each round t = 1..T (shape ``(..., T)``, so
 batched trajectories work unchanged); the final value is ``metric[..., -1]``. Definitions follow
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ocokit.engine import Trajectory
+from ocokit.trajectory import Trajectory
 
 
 def _np(a) -> np.ndarray:

@@ -7,13 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-
-def preload() -> None:
-    """Import what :func:`band_figure` draws with (about half a second), e.g. in a thread while runs compute."""
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure  # noqa: F401
-
-
 LABELS = {
     "cumulative_loss": "accumulated loss",
     "time_average_loss": "time-averaged loss",

@@ -1,4 +1,5 @@
-"""Results on disk: a tidy, hive-partitioned Parquet dataset of runs, each keyed by the content of its configuration.
+"""Results on disk: a tidy, hive-partitioned Parquet dataset of runs, each keyed by the content of its configuration
+(:mod:`ocokit.fingerprints`).
 
 Layout: one file per run, ``OUT/runs/experiment=E/algorithm=A/seed=S/part-KEY.parquet`` (values URI-encoded as
 pyarrow's hive partitioning writes them; ``seed=-1`` for a run that does not belong to one seed). Every file has
@@ -12,108 +13,59 @@ however many diagnostics each learner records. :func:`load_records` turns a file
 their dtypes) and its metadata: a JSON description of the configuration and the provenance (library versions,
 platform, device, the key, the creation time and the ocokit git commit when known).
 
-``KEY`` is ``CONTENT-VERSIONS``: a hash of everything that determines the numbers (:func:`fingerprint`: array
-contents, static fields, the code of user functions, exact numbers) and a hash of the ocokit, jax and equinox
-versions, so a changed dataset entry, a changed loss function, a hyperparameter moved by 1e-9 or an upgrade
-each computes anew; ``reuse_across_versions=True`` accepts a stored run of any version.
+``KEY`` is ``CONTENT-VERSIONS``: a hash of everything that determines the numbers
+(:func:`~ocokit.fingerprints.fingerprint`: array contents, static fields, the code of user functions, exact
+numbers) and a hash of the ocokit, jax and equinox versions, so a changed dataset entry, a changed loss function,
+a hyperparameter moved by 1e-9 or an upgrade each computes anew; ``reuse_across_versions=True`` accepts a stored
+run of any version.
 
-Writes are atomic (a temporary file in the same folder, then ``os.replace``) and honour the umask; temporaries
-left by a killed writer are removed the next time the folder is written or the store is loaded. Reads validate:
-a file that is truncated, not Parquet or short of rows raises :class:`CorruptRunError` naming it (the harness
-then counts the run as missing and recomputes it).
+Writes are atomic (a temporary file ``.NAME.ocokit-HOST-PID-RANDOM.tmp`` in the same folder, then ``os.replace``)
+and honour the umask. The temporaries a killed writer left in a run folder are removed the next time that folder
+is written or the store is loaded; nothing else is ever removed (:func:`remove_stale_temporaries`). Reads validate:
+a file that is truncated, not Parquet or short of rows raises :class:`CorruptRunError` naming it, and
+the harness has :func:`load_records` check that a run holds what its name promises (:class:`MismatchedRunError`:
+another run's file copied or moved there); either way it counts the run as missing and recomputes it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import enum
-import functools
-import hashlib
-import inspect
 import json
 import numbers
 import os
-import platform
 import re
 import secrets
 import socket
-import subprocess
+import stat
 import sys
 import time
-import types
-import urllib.parse
-from collections.abc import Mapping, Sequence
-from importlib import metadata
-from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Any
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-import equinox as eqx
-import jax
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-if TYPE_CHECKING:
-    import pyarrow.dataset as pads
-
-KEY_LENGTH = 20
-"""Hex digits of the content part of a run key."""
+from ocokit.fingerprints import KEY_LENGTH, describe, fingerprint, library_versions, provenance
 
 STALE_SECONDS = 600
-"""A temporary file older than this is a dead writer's (a run's file is written in one go, in seconds)."""
+"""An ocokit temporary file older than this is a dead writer's (a run's file is written in one go, in seconds)."""
 
 PARTITION_SCHEMA = pa.schema([("experiment", pa.string()), ("algorithm", pa.string()), ("seed", pa.int64())])
-"""The columns of the runs folder's hive partitioning, ``experiment=E/algorithm=A/seed=S`` (:func:`partition_folder`
-writes it; ``pyarrow.dataset.partitioning(PARTITION_SCHEMA, flavor="hive")`` reads it, as :func:`dataset` does)."""
+"""The columns of the runs folder's hive partitioning, ``experiment=E/algorithm=A/seed=S``: written and read by
+``pyarrow.dataset.partitioning(PARTITION_SCHEMA, flavor="hive")`` (values URI-encoded), as :func:`run_path` and
+:func:`dataset` do."""
+
+_HIVE = pads.partitioning(PARTITION_SCHEMA, flavor="hive")
 
 _FORMAT = "tidy-1"
-_LIBRARIES = ("jax", "equinox", "optax", "numpy")  # their functions are named, not read: their version is keyed
 
 
-# ---------------------------------------------------------------------------------------------- content keys
-
-
-def library_versions() -> dict[str, str]:
-    """The versions that enter every run key: ocokit, jax and equinox."""
-    import ocokit
-
-    return {"ocokit": ocokit.__version__, "jax": jax.__version__, "equinox": eqx.__version__}
-
-
-def fingerprint(obj: Any) -> str:
-    """A SHA-256 hex digest of ``obj``'s content, equal for equal content built twice, in any process.
-
-    Reads arrays (numpy, jax, PRNG keys) by dtype, shape and bytes; numbers exactly (``repr`` of floats);
-    mappings regardless of order; dataclasses and equinox modules by type and every field, static ones included;
-    user functions by qualified name, source, bytecode, defaults, closure values and the plain functions of
-    their own module they call; functions of jax, numpy, equinox and optax by qualified name (their versions
-    are in the run key). Raises ``TypeError`` for a tracer or an object with no readable content.
-    """
-    h = hashlib.sha256()
-    _feed(h, obj, set())
-    return h.hexdigest()
-
-
-def config_hash(config: Any, *, reuse_across_versions: bool = False) -> str:
-    """The key of ``config``: ``CONTENT-VERSIONS`` (``CONTENT-any`` with ``reuse_across_versions``)."""
-    versions = "any" if reuse_across_versions else fingerprint(library_versions())[:8]
-    return f"{fingerprint(config)[:KEY_LENGTH]}-{versions}"
-
-
-def partition_folder(experiment: str, algorithm: str, seed: int) -> str:
-    """``experiment=E/algorithm=A/seed=S`` with each value URI-encoded (every character but ASCII letters, digits and
-    ``-._~`` as ``%XX`` of its UTF-8 bytes): the folder pyarrow's hive partitioning of :data:`PARTITION_SCHEMA` writes
-    for those values, and reads back as them.
-
-    Written here rather than by ``pyarrow.dataset``: importing that module imports pandas where pandas is installed
-    (about 0.3 s at the start of every ``ocokit run``), and a run only needs this path. :func:`save_records` builds
-    its table without pandas too (:func:`_arrow`); reading a run back converts to NumPy, which imports it.
-    """
-    values = {"experiment": experiment, "algorithm": algorithm, "seed": seed}
-    return "/".join(f"{name}={urllib.parse.quote(str(value), safe='')}" for name, value in values.items())
+# ---------------------------------------------------------------------------------------------- run paths
 
 
 def run_path(
@@ -129,7 +81,8 @@ def run_path(
             raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     seed = config.get("seed")
     seed = int(seed) if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else -1
-    folder = Path(out) / "runs" / partition_folder(experiment, algorithm, seed)
+    where = (pc.field("experiment") == experiment) & (pc.field("algorithm") == algorithm) & (pc.field("seed") == seed)
+    folder = Path(out) / "runs" / _HIVE.format(where)[0]
     content = fingerprint({"experiment": experiment, "algorithm": algorithm, "config": config})[:KEY_LENGTH]
     path = folder / f"part-{content}-{fingerprint(library_versions())[:8]}.parquet"
     if reuse_across_versions and not path.exists():
@@ -138,263 +91,56 @@ def run_path(
     return path
 
 
-def _emit(h, tag: str, payload: bytes | str) -> None:
-    data = payload.encode() if isinstance(payload, str) else payload
-    h.update(tag.encode() + len(data).to_bytes(8, "little") + data)
-
-
-def _name(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', None)}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
-
-
-def _feed(h, obj: Any, path: set[int]) -> None:
-    if obj is None or type(obj) in (bool, int, float, complex):
-        _emit(h, type(obj).__name__, repr(obj))
-        return
-    if isinstance(obj, str | bytes):
-        _emit(h, type(obj).__name__, obj)
-        return
-    if isinstance(obj, jax.core.Tracer):
-        raise TypeError("cannot fingerprint a traced value; pass concrete arrays")
-    if isinstance(obj, np.ndarray | np.generic | jax.Array):
-        if jax.dtypes.issubdtype(obj.dtype, jax.dtypes.prng_key):
-            _emit(h, "prng", str(obj.dtype))
-            obj = jax.random.key_data(obj)
-        a = np.ascontiguousarray(np.asarray(obj))
-        if a.dtype == object:
-            _emit(h, "object-array", repr(a.shape))
-            _feed(h, a.ravel().tolist(), path)
-        else:
-            _emit(h, "array", f"{a.dtype.str}{a.shape}")
-            _emit(h, "bytes", a.tobytes())
-        return
-    if isinstance(obj, type):
-        _emit(h, "class", _name(obj))
-        return
-    if isinstance(obj, enum.Enum):
-        _emit(h, "enum", f"{_name(type(obj))}.{obj.name}")
-        return
-    if isinstance(obj, PurePath):
-        _emit(h, "path", str(obj))
-        return
-    if id(obj) in path:
-        _emit(h, "cycle", "")
-        return
-    path.add(id(obj))
-    try:
-        if isinstance(obj, Mapping):
-            _emit(h, "mapping", _name(type(obj)))
-            for kf, k in sorted((fingerprint(k), k) for k in obj):
-                _emit(h, "key", kf)
-                _feed(h, obj[k], path)
-        elif isinstance(obj, list | tuple):
-            _emit(h, "sequence", f"{_name(type(obj))}:{len(obj)}")
-            for item in obj:
-                _feed(h, item, path)
-        elif isinstance(obj, set | frozenset):
-            _emit(h, "set", ",".join(sorted(fingerprint(item) for item in obj)))
-        elif dataclasses.is_dataclass(obj):
-            _emit(h, "dataclass", _name(type(obj)))
-            for f in dataclasses.fields(obj):
-                _emit(h, "field", f.name)
-                _feed(h, getattr(obj, f.name, "<unset>"), path)
-        elif isinstance(obj, types.FunctionType):
-            _feed_function(h, obj, path)
-        elif isinstance(obj, types.MethodType):
-            _emit(h, "method", "")
-            _feed(h, obj.__self__, path)
-            _feed(h, obj.__func__, path)
-        elif isinstance(obj, functools.partial):
-            _emit(h, "partial", "")
-            _feed(h, (obj.func, obj.args, obj.keywords), path)
-        elif isinstance(obj, types.CodeType):
-            _feed_code(h, obj, path)
-        elif callable(obj) and inspect.unwrap(obj) is not obj:  # a functools.wraps wrapper (a jitted function)
-            _emit(h, "wrapper", _name(type(obj)))
-            _feed(h, inspect.unwrap(obj), path)
-        elif isinstance(obj, types.BuiltinFunctionType | np.ufunc | types.ModuleType):
-            _emit(h, "builtin", f"{_name(type(obj))}:{_name(obj)}:{getattr(obj, '__name__', '')}")
-        elif getattr(obj, "__dict__", None):
-            _emit(h, "object", _name(type(obj)))
-            _feed(h, vars(obj), path)
-        else:
-            text = repr(obj)
-            if " at 0x" in text:
-                raise TypeError(f"cannot fingerprint {_name(type(obj))}: no fields and a repr naming an address")
-            _emit(h, "repr", f"{_name(type(obj))}:{text}")
-    finally:
-        path.discard(id(obj))
-
-
-def _feed_function(h, fn: types.FunctionType, path: set[int]) -> None:
-    _emit(h, "function", _name(fn))
-    if (fn.__module__ or "").partition(".")[0] in _LIBRARIES:
-        return
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        source = ""
-    _emit(h, "source", source)
-    _feed_code(h, fn.__code__, path)
-    _feed(h, (fn.__defaults__, fn.__kwdefaults__), path)
-    cells = []
-    for cell in fn.__closure__ or ():
-        try:
-            cells.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            cells.append("<empty cell>")
-    _feed(h, cells, path)
-    for name in sorted(_global_names(fn.__code__)):
-        value = fn.__globals__.get(name)
-        if isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
-            _emit(h, "global", name)
-            _feed(h, value, path)
-
-
-def _feed_code(h, code: types.CodeType, path: set[int]) -> None:
-    _emit(h, "code", code.co_code)
-    _emit(h, "names", ",".join(code.co_names))
-    for const in code.co_consts:
-        _feed(h, const, path)
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
-
-
-# ------------------------------------------------------------------------------------ descriptions, provenance
-
-
-class _Shown:
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
-def _array_text(a: Any) -> str:
-    if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
-        a = jax.random.key_data(a)
-    a = np.asarray(a)
-    return f"{a.dtype}{list(a.shape)} sha256:{fingerprint(a)[:16]}"
-
-
-def describe(obj: Any, max_array: int = 1000) -> Any:
-    """A readable JSON value for ``obj``: modules and dataclasses pretty-printed (arrays of more than 16
-    entries by dtype, shape and digest), functions by qualified name, arrays as lists (larger than
-    ``max_array``: dtype, shape and digest)."""
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray | jax.Array):
-        if jax.dtypes.issubdtype(obj.dtype, jax.dtypes.prng_key):
-            obj = jax.random.key_data(obj)
-        return np.asarray(obj).tolist() if np.size(obj) <= max_array else _array_text(obj)
-    if isinstance(obj, Mapping):
-        return {str(k): describe(v, max_array) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [describe(v, max_array) for v in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        short = jax.tree.map(
-            lambda x: _Shown(_array_text(x)) if isinstance(x, np.ndarray | jax.Array) and np.size(x) > 16 else x, obj
-        )
-        return eqx.tree_pformat(short, short_arrays=False)
-    if isinstance(obj, PurePath | enum.Enum | complex):
-        return str(obj)
-    if isinstance(obj, functools.partial):
-        return f"functools.partial({describe(obj.func)}, *{describe(obj.args)}, **{describe(obj.keywords)})"
-    if callable(obj):
-        return _name(getattr(obj, "__wrapped__", obj))
-    return repr(obj)
-
-
-def describe_each(configs: Mapping[Any, Mapping[str, Any]]) -> dict[Any, dict[str, Any]]:
-    """:func:`describe` of every value of every configuration, each object shared by several configurations
-    (a learner run over many seeds) described once."""
-    seen: dict[int, Any] = {}  # by id: every object stays alive in ``configs`` meanwhile
-
-    def shown(value: Any) -> Any:
-        if id(value) not in seen:
-            seen[id(value)] = describe(value)
-        return seen[id(value)]
-
-    return {k: {str(name): shown(value) for name, value in config.items()} for k, config in configs.items()}
-
-
-def provenance(key: str | None = None) -> dict[str, Any]:
-    """Where and with what a result was made: library versions, platform, device, time, ocokit git commit."""
-    versions = {
-        **library_versions(),
-        "jaxlib": _version("jaxlib"),
-        "numpy": np.__version__,
-        "pyarrow": pa.__version__,
-        "python": platform.python_version(),
-    }
-    devices = jax.devices()
-    return {
-        "key": key,
-        "versions": versions,
-        "platform": platform.platform(),
-        "device": f"{len(devices)} x {devices[0].platform}:{devices[0].device_kind}",
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "git": _git_commit(),
-    }
-
-
-@functools.cache
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-@functools.cache
-def _git_commit() -> str | None:
-    """The commit of the ocokit source tree (``+dirty`` with uncommitted changes), if it is one."""
-    here = Path(__file__).resolve().parent
-    try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10
-        )
-        lines = top.stdout.split()
-        if top.returncode or len(lines) != 2 or Path(lines[0]).resolve() / "src" / "ocokit" != here:
-            return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, timeout=10
-        )
-        return lines[1] + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 # ----------------------------------------------------------------------------------------------- atomic writes
 
 
-_TMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9-]*)-(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
+_TMP = re.compile(r"\.(?P<name>.+)\.ocokit-(?P<host>[A-Za-z0-9-]+)-(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp")
+"""The name of every temporary file ocokit writes (:func:`temporary_name`), and of nothing else it removes."""
+
+_PARTITIONS = ("experiment=", "algorithm=", "seed=")
 
 
 def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
 
 
-def remove_stale_temporaries(folder: Path, *, recursive: bool = False) -> list[Path]:
-    """Remove the ``.*.tmp`` files of dead writers under ``folder``: those of a finished process of this host,
-    and any older than :data:`STALE_SECONDS`. Returns the removed paths (unremovable ones are left)."""
-    folder, removed, now = Path(folder), [], time.time()
-    if not folder.is_dir():
+def temporary_name(name: str) -> str:
+    """The name of a temporary file for ``name``, ``.NAME.ocokit-HOST-PID-RANDOM.tmp``: a pattern only ocokit writes,
+    naming the host and the process that write it (so that a dead writer's can be told from a live one's)."""
+    return f".{name}.ocokit-{_host()}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Remove the temporary files dead writers left in the store of ``out``; returns the removed paths.
+
+    Only files named as ocokit names its temporaries (:func:`temporary_name`) are removed, only in the run folders
+    ``out/runs/experiment=E/algorithm=A/seed=S`` (none reached through a symbolic link), and only those of a finished
+    process of this host or older than :data:`STALE_SECONDS` (another host's). Nothing else is touched.
+    """
+    folders = (Path(out) / "runs").glob("experiment=*/algorithm=*/seed=*")
+    return [tmp for folder in folders if _is_run_folder(folder) for tmp in _remove_dead_temporaries(folder)]
+
+
+def _is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a run folder ``.../runs/experiment=E/algorithm=A/seed=S`` reached through no link."""
+    chain = [folder, *folder.parents[:3]]
+    names = [p.name for p in reversed(chain)]
+    if len(chain) < 4 or names[0] != "runs" or not all(map(str.startswith, names[1:], _PARTITIONS)):
+        return False
+    return not any(p.is_symlink() for p in chain)
+
+
+def _remove_dead_temporaries(folder: Path) -> list[Path]:
+    """Remove the ocokit temporaries of dead writers from ``folder``, a run folder (not below it); the removed."""
+    removed, now, host = [], time.time(), _host()
+    try:
+        found = [(p, m) for p in folder.iterdir() if (m := _TMP.fullmatch(p.name))]
+    except OSError:
         return removed
-    for tmp in folder.rglob(".*.tmp") if recursive else folder.glob(".*.tmp"):
-        match = _TMP.match(tmp.name)
+    for tmp, match in found:
         try:
-            dead = match is not None and match["host"] == _host() and not _alive(int(match["pid"]))
-            if dead or now - tmp.stat().st_mtime > STALE_SECONDS:
+            info, dead = tmp.lstat(), match["host"] == host and not _alive(int(match["pid"]))
+            if stat.S_ISREG(info.st_mode) and (dead or now - info.st_mtime > STALE_SECONDS):
                 tmp.unlink()
                 removed.append(tmp)
         except OSError:
@@ -407,17 +153,17 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # another user's
+        pass
     return True
 
 
 def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` atomically, with the permissions the umask gives a new file."""
+    """Write ``payload`` to ``path`` atomically, with the permissions the umask gives a new file (through a temporary
+    :func:`temporary_name` beside it, removed if the write fails)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path.parent)
-    tmp = path.parent / f".{path.name}.{_host()}-{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = path.parent / temporary_name(path.name)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
         with os.fdopen(fd, "wb") as fh:
@@ -444,7 +190,7 @@ def check_writable_folder(folder: Path, what: str = "out") -> None:
     if not nearest.is_dir():
         where = "is a file" if nearest == folder.absolute() else f"cannot be created: {nearest} is a file"
         raise ValueError(f"{what} {folder} {where}, not a folder; give a folder to write the results in")
-    probe = nearest / f".write-check.{_host()}-{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    probe = nearest / temporary_name("write-check")
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         probe.unlink()
@@ -476,7 +222,9 @@ def save_records(
     """Save per-round columns (1-D, numeric, equal length) and metadata as one tidy Parquet file, atomically.
 
     The metadata (live objects allowed: see :func:`describe`) is stored as JSON together with
-    :func:`provenance`; ``T`` is ``metadata["T"]`` when it is an integer, else the number of rounds.
+    :func:`provenance` (its key is the file name's, ``part-KEY.parquet``); ``T`` is ``metadata["T"]`` when it is an
+    integer, else the number of rounds. Writing into a run folder of a store first removes the temporaries dead
+    writers left there (:func:`remove_stale_temporaries`).
 
     Returns:
         What :func:`load_records` reads back from the file: the columns (copies, with their dtypes) and the
@@ -495,20 +243,16 @@ def save_records(
     n = lengths.pop() if lengths else 0
     T = metadata.get("T")
     T = int(T) if isinstance(T, numbers.Integral) and not isinstance(T, bool) else n
-    match = re.fullmatch(r"part-(.+)\.parquet", path.name)
-    key = match[1] if match else path.stem
-    names = list(arrays)
+    key, names = _name_key(path), list(arrays)
     rows = n * len(names)
-    codes = _arrow(np.repeat(np.arange(len(names), dtype=np.int32), n))
-    table = pa.Table.from_arrays(
-        [
-            pa.DictionaryArray.from_arrays(_arrow(np.zeros(rows, np.int32)), _strings([key])).cast(pa.string()),
-            _arrow(np.full(rows, T, np.int64)),
-            _arrow(np.tile(np.arange(1, n + 1, dtype=np.int64), len(names))),
-            pa.DictionaryArray.from_arrays(codes, _strings(names)).cast(pa.string()),
-            _arrow(np.concatenate([a.astype(np.float64) for a in arrays.values()] or [np.zeros(0)])),
-        ],
-        names=["key", "T", "round", "quantity", "value"],
+    table = pa.table(
+        {
+            "key": _repeated([key], np.zeros(rows, np.int32)),
+            "T": pa.array(np.full(rows, T, np.int64)),
+            "round": pa.array(np.tile(np.arange(1, n + 1, dtype=np.int64), len(names))),
+            "quantity": _repeated(names, np.repeat(np.arange(len(names), dtype=np.int32), n)),
+            "value": pa.array(np.concatenate([a.astype(np.float64) for a in arrays.values()] or [np.zeros(0)])),
+        }
     )
     meta = json.dumps({"provenance": provenance(key), **describe(dict(metadata))}, default=_json_default)
     table = table.replace_schema_metadata(
@@ -523,44 +267,75 @@ def save_records(
     # dictionaries for the two string columns only, no min/max statistics (a run file is one small row group):
     # half the time of pyarrow's defaults, which try a dictionary of every column
     pq.write_table(table, sink, use_dictionary=["key", "quantity"], write_statistics=False)
+    if _is_run_folder(path.parent):
+        _remove_dead_temporaries(path.parent)
     atomic_write_bytes(path, sink.getvalue().to_pybytes())
     return {k: a.copy() for k, a in arrays.items()}, json.loads(meta)
 
 
-def _arrow(values: np.ndarray) -> pa.Array:
-    """``pa.array(values)`` for a 1-D integer or float array, sharing its buffer, built without pyarrow's check for a
-    pandas object: that check imports pandas where pandas is installed (about 0.3 s, on the storing thread of an
-    ``ocokit run``), and so do ``pa.array`` on a list, ``pa.scalar`` and ``pa.table``."""
-    values = np.ascontiguousarray(values)
-    if values.ndim != 1 or values.dtype.kind not in "iuf":
-        raise TypeError(f"_arrow takes a 1-D integer or float array, got {values.dtype}{list(values.shape)}")
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+def _repeated(values: list[str], codes: np.ndarray) -> pa.StringArray:
+    """The string column ``values[codes]``, built from its codes (a few distinct values repeated over many rows)."""
+    return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(values, pa.string())).cast(pa.string())
 
 
-def _strings(values: Sequence[str]) -> pa.StringArray:
-    """``pa.array(values, pa.string())``, built from its UTF-8 bytes and offsets (see :func:`_arrow`)."""
-    data = [v.encode() for v in values]
-    offsets = np.cumsum([0, *map(len, data)], dtype=np.int32)
-    return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
+def _name_key(path: Path) -> str:
+    """The key a run file's name gives: ``KEY`` of ``part-KEY.parquet`` (else the name without its suffix)."""
+    match = re.fullmatch(r"part-(.+)\.parquet", path.name)
+    return match[1] if match else path.stem
 
 
 class CorruptRunError(ValueError):
     """A stored run file that cannot be read back whole (truncated, not Parquet, rows missing)."""
 
 
-def load_records(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+class MismatchedRunError(CorruptRunError):
+    """A stored run that is not the run its file name promises (another run's file copied or moved there)."""
+
+
+class MismatchedRunWarning(UserWarning):
+    """A stored run found to be another run's (:class:`MismatchedRunError`) is recomputed and its file replaced."""
+
+
+def load_records(
+    path: Path, *, expect: Mapping[str, Any] | None = None, recompute: bool = False
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The columns (with their dtypes) and metadata of a file written by :func:`save_records`.
 
     The file is validated as it is read: a file that is not a readable Parquet file of runs (truncated, random
     bytes, its metadata damaged) or whose columns do not each hold rounds ``1..n``, ``n`` the rows it was written
     with, raises :class:`CorruptRunError` naming it (a missing file: ``FileNotFoundError``).
+
+    With ``expect`` (the metadata the run is stored with, or its part known beforehand: the experiment, the
+    algorithm, the configuration), the run is also checked by content: the key it stores must be its name's
+    (``part-KEY.parquet``) and its stored experiment, algorithm, T and seed those of ``expect`` (each compared where
+    both hold it), else :class:`MismatchedRunError` naming the file and what differs; with ``recompute=True`` (the
+    caller recomputes the run and replaces the file) a :class:`MismatchedRunWarning` of one line says so first.
     """
     path = Path(path)
+    columns, meta = _read(path)
+    if expect is None:
+        return columns, meta
+    shown = describe({k: expect[k] for k in ("experiment", "algorithm", "T", "seed") if k in expect})
+    differ = [f"{k} {meta[k]!r} instead of {v!r}" for k, v in shown.items() if k in meta and meta[k] != v]
+    key = (meta.get("provenance") or {}).get("key")
+    if key is not None and key != _name_key(path):
+        differ.append(f"key {key} instead of {_name_key(path)}")
+    if differ:
+        err = MismatchedRunError(f"stored run {path} holds another run ({', '.join(differ)})")
+        if recompute:
+            warnings.warn(f"{err}; recomputing it and replacing the file", MismatchedRunWarning, stacklevel=2)
+        raise err
+    return columns, meta
+
+
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     try:
-        with pq.ParquetFile(path) as file:  # one file (pq.read_table opens it as a dataset: pyarrow.dataset)
+        with pq.ParquetFile(path) as file:  # one file (pq.read_table opens it as a dataset)
             table = file.read()
         raw = table.schema.metadata or {}
         meta = json.loads(raw.get(b"ocokit", b"{}"))
+        if not isinstance(meta, dict):
+            raise ValueError("its metadata is not a JSON object")
         if raw.get(b"ocokit.format") != _FORMAT.encode():  # a wide file of an earlier version
             columns = {name: table.column(name).to_numpy() for name in table.column_names}
             if len({c.shape[0] for c in columns.values()}) > 1:
@@ -594,10 +369,10 @@ def _tidy_columns(path: Path, table: pa.Table, raw: Mapping[bytes, bytes]) -> di
 
 
 def run_files(out: Path) -> list[Path]:
-    """Every run file under ``out/runs`` (sorted by path); removes dead writers' temporaries first."""
-    runs = Path(out) / "runs"
-    remove_stale_temporaries(runs, recursive=True)
-    return sorted(runs.glob("experiment=*/algorithm=*/seed=*/part-*.parquet"))
+    """Every run file under ``out/runs`` (sorted by path); removes dead writers' temporaries first
+    (:func:`remove_stale_temporaries`)."""
+    remove_stale_temporaries(out)
+    return sorted((Path(out) / "runs").glob("experiment=*/algorithm=*/seed=*/part-*.parquet"))
 
 
 def load_runs(out: Path) -> list[tuple[dict[str, np.ndarray], dict[str, Any]]]:
@@ -607,11 +382,8 @@ def load_runs(out: Path) -> list[tuple[dict[str, np.ndarray], dict[str, Any]]]:
 
 def dataset(out: Path) -> pads.Dataset:
     """The runs under ``out/runs`` as one pyarrow dataset (the tidy schema plus experiment, algorithm, seed)."""
-    import pyarrow.dataset as pads  # here, not at the top: see partition_folder
-
-    partitioning = pads.partitioning(PARTITION_SCHEMA, flavor="hive")
     return pads.dataset(
-        run_files(out), format="parquet", partitioning=partitioning, partition_base_dir=str(Path(out) / "runs")
+        run_files(out), format="parquet", partitioning=_HIVE, partition_base_dir=str(Path(out) / "runs")
     )
 
 

@@ -106,17 +106,6 @@ def make_problem(kind, rounds):
     )
 
 
-@pytest.fixture(autouse=True)
-def _fusion_emitters(monkeypatch):
-    """The runs compile with XLA's fusion emitters (XLA's default, which the test processes turn off to compile
-    faster: ``tests/xla_flags.py``). The float32 Gaussians that the learner draws inside its scan then round as
-    the same draws made alone (:func:`sphere_directions`); XLA's older loop emitter rounds some of them one float32
-    ulp apart, which moves the decisions by about ``delta`` times 1e-7, far above :data:`ATOL`."""
-    from ocokit import engine
-
-    monkeypatch.setattr(engine, "_SMALL_GAME", engine._SMALL_GAME | {"xla_cpu_use_fusion_emitters": True})
-
-
 def run_learner(learner, problem, T):
     run_key = jax.random.PRNGKey(SEED)
     traj = ocokit.run(learner, problem, T, run_key, record_decisions=True, comparators=False)

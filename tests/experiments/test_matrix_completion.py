@@ -18,6 +18,8 @@ from ocokit.tuning import GRID, TUNING_CRITERION, choose, grid_value
 
 from ..problems.test_matrix_completion import write_ratings
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def small_data(tmp_path):

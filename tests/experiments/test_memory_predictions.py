@@ -8,6 +8,8 @@ import pytest
 from ocokit import experiments as E
 from ocokit.results import load_runs
 
+pytestmark = pytest.mark.integration
+
 
 def test_both_experiments_are_registered_with_the_papers_settings():
     assert {"memory-predictions-horizon", "memory-predictions-window"} <= set(E.names())

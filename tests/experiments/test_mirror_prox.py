@@ -8,6 +8,8 @@ import pytest
 
 from ocokit import experiments
 
+pytestmark = pytest.mark.integration
+
 
 def _check_outputs(out, name, figures, labels, report):
     summary = json.loads((out / "summary.json").read_text())

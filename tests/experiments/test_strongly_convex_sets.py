@@ -16,6 +16,8 @@ from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.results import load_runs
 from ocokit.sets import L1Ball, L2Ball
 
+pytestmark = pytest.mark.integration
+
 
 def test_registered_with_the_papers_claims():
     experiment = E.get("strongly-convex-sets")

@@ -10,6 +10,8 @@ from ocokit import experiments as E
 from ocokit.experiments import virtual_queues
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
 
+pytestmark = pytest.mark.integration
+
 T, SEEDS = 20, 2
 NAMES = ("time-varying-regression", "online-qp", "online-lp", "job-scheduling")
 PROBLEMS = {

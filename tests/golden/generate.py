@@ -4,25 +4,24 @@ Run from the repository root, only when a change is *meant* to move numbers (say
 
     python -m tests.golden.generate
 
+They are generated, and compared, under the library's own compile options (XLA's defaults), as users run it.
+
 Learners: every case of the learner suite (``tests/learner_cases.py``) played for ``T = 30`` rounds on seed 3
 (checked by the learner suite, on its own seed-3 run),
 with its losses, constraint values, diagnostics and decisions (a decision with more than 64 entries is stored
-as its inner products with four fixed Gaussian vectors). Experiments: each registered experiment at a small
-size (``EXPERIMENTS``), its summary's numbers without wall times. Written as JSON (floats round-trip exactly).
+as its inner products with four fixed Gaussian vectors); for a learner whose trajectories are chaotic
+(:data:`CHAOTIC`), the summary statistics of :data:`STAT_SEEDS` seeds instead. Experiments: each registered
+experiment at a small size (``EXPERIMENTS``), its summary's numbers without wall times. Written as JSON (floats
+round-trip exactly).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import tempfile
 from pathlib import Path
-
-from tests import xla_flags
-
-os.environ.setdefault("XLA_FLAGS", xla_flags.FLAGS)  # before JAX is imported
 
 import jax
 import numpy as np
@@ -33,6 +32,26 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 HERE = Path(__file__).resolve().parent
 T, SEED = 30, 3
 TOL = 1e-12
+"""Relative tolerance (of each array's scale) of a golden trajectory or summary: compiled otherwise (other XLA
+options), every learner's trajectory moved by at most 2e-15 and every experiment's numbers by at most 3e-14 of their
+scale, except those below."""
+TOLERANCES = {
+    # learner class or experiment: (tolerance, why)
+    "BFWTVC": (None, "chaotic: one float32 ulp of a sphere direction moves its trajectory by 1e-8 (CHAOTIC)"),
+    "SCBFWTVC": (None, "chaotic: one float32 ulp of a sphere direction moves its trajectory by 1.5e-7 (CHAOTIC)"),
+    "matrix-completion-movielens": (
+        1e-9,
+        "OFW-TVC's warm Lanczos LMO stops at its tolerance: 4e-11 when compiled otherwise",
+    ),
+    "matrix-completion-filmtrust": (1e-1, "BFW-TVC and SCBFW-TVC are chaotic: their 2-seed summaries moved by 1.6e-2"),
+}
+CHAOTIC = ("BFWTVC", "SCBFWTVC")
+"""Learners whose trajectories amplify one-ulp differences: pinned by :func:`statistics` over :data:`STAT_SEEDS` and
+by the suite's invariants (decisions in K, state shapes), not by their trajectories."""
+STAT_SEEDS = (3, 4, 5, 6, 7, 8, 9, 10)
+STAT_TOL = 1e-3
+"""Relative tolerance of a chaotic learner's statistics: a one-ulp change moves one trajectory by at most 1.5e-7 of
+its scale and the FilmTrust experiment's summaries, on another instruction set, by 1e-3."""
 PROBES = 4
 # (name, T, seeds, options, data): data is "small" for the generated ratings files of the paper-000 tests.
 EXPERIMENTS = [
@@ -88,32 +107,51 @@ def record(traj, index: int | None = None) -> dict:
     }
 
 
+def statistics(traj) -> dict:
+    """A chaotic learner's pin: over the seeds of ``traj`` (leading axis), the mean and standard deviation of the
+    total loss, the total positive constraint violation and the final decision's norm."""
+    loss = np.asarray(traj.loss).sum(axis=-1)
+    violation = np.maximum(np.asarray(traj.constraints), 0.0).sum(axis=(-1, -2))
+    final = np.asarray(traj.decisions)[:, -1].reshape(loss.shape[0], -1)
+    values = {"loss": loss, "violation": violation, "final_norm": np.linalg.norm(final, axis=-1)}
+    return {k: {"mean": float(np.mean(v)), "std": float(np.std(v))} for k, v in values.items()}
+
+
 def learner_record(learner, problem) -> dict:
-    """The record of ``learner`` playing ``problem`` for ``T`` rounds on seed ``SEED``."""
+    """The record of ``learner`` playing ``problem`` for ``T`` rounds on seed ``SEED`` (a chaotic learner: its
+    statistics over :data:`STAT_SEEDS`)."""
     import ocokit
 
+    if type(learner).__name__ in CHAOTIC:
+        runs = ocokit.sweep(learner, problem, T, list(STAT_SEEDS), record_decisions=True, comparators=False)
+        return {"statistics": statistics(runs)}
     return record(ocokit.run(learner, problem, T, SEED, record_decisions=True, comparators=False, throw=False))
 
 
-def _close(got, want, where: str) -> None:
+def tolerance(name: str) -> float:
+    """The relative tolerance of the golden values of learner class or experiment ``name`` (:data:`TOLERANCES`)."""
+    return TOLERANCES.get(name, (TOL, ""))[0] or STAT_TOL
+
+
+def _close(got, want, where: str, tol: float) -> None:
     got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
     assert got.shape == want.shape, f"{where}: shape {got.shape} != golden {want.shape}"
     scale = 1.0 + (np.nanmax(np.abs(want)) if want.size and np.isfinite(want).any() else 0.0)
-    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL * scale, err_msg=where, equal_nan=True)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=where, equal_nan=True)
 
 
-def compare(got, want, where: str) -> None:
-    """Assert that ``got`` equals the golden ``want``: numbers to ``TOL`` of each array's scale, text exactly."""
+def compare(got, want, where: str, tol: float = TOL) -> None:
+    """Assert that ``got`` equals the golden ``want``: numbers to ``tol`` of each array's scale, text exactly."""
     if isinstance(want, dict):
         assert set(got) == set(want), f"{where}: keys {sorted(got)} != golden {sorted(want)}"
         for k in want:
-            compare(got[k], want[k], f"{where}.{k}")
+            compare(got[k], want[k], f"{where}.{k}", tol)
     elif isinstance(want, list) and want and all(isinstance(v, dict | str) for v in want):
         assert len(got) == len(want), where
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            compare(g, w, f"{where}[{i}]")
+            compare(g, w, f"{where}[{i}]", tol)
     elif isinstance(want, float | int | list) and not isinstance(want, bool):
-        _close(got, want, where)
+        _close(got, want, where, tol)
     else:
         assert got == want, f"{where}: {got!r} != golden {want!r}"
 

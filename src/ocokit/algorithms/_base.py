@@ -180,8 +180,9 @@ class AbstractLearner(_checks.Checked):
     def prepare(self, state: Any, feedback: Any) -> Any:
         """Absorb feedback available before round 1; the identity by default.
 
-        The engine calls it once, after ``init``, for a learner whose feedback kind looks ahead
-        (``PREDICTIONS``: the prediction oracle of the first window).
+        The engine calls it once, after ``init``, with :func:`ocokit.feedback.before_round_one`: ``None``, or for a
+        feedback kind that looks ahead, the feedback known before playing (``PREDICTIONS``: the prediction oracle of
+        the first window).
         """
         del feedback
         return state
