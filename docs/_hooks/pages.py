@@ -348,6 +348,9 @@ def experiment_page(experiment, classes: list[type]) -> str:
         ]
     else:
         lines.append("(none declared)")
+    notes = ROOT / "docs" / "notes" / f"{name}.md"  # what we found where a claim does not hold
+    if notes.is_file():
+        lines += ["", "## Where a claim does not hold", "", notes.read_text(encoding="utf-8").strip()]
     return "\n".join(lines) + "\n"
 
 
