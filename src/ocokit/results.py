@@ -118,7 +118,7 @@ def remove_stale_temporaries(out: Path) -> list[Path]:
     process of this host or older than :data:`STALE_SECONDS` (another host's). Nothing else is touched.
     """
     folders = (Path(out) / "runs").glob("experiment=*/algorithm=*/seed=*")
-    return [tmp for folder in folders if _is_run_folder(folder) for tmp in _remove_dead_temporaries(folder)]
+    return [tmp for folder in folders if _is_run_folder(folder) for tmp in remove_dead_temporaries(folder)]
 
 
 def _is_run_folder(folder: Path) -> bool:
@@ -130,11 +130,12 @@ def _is_run_folder(folder: Path) -> bool:
     return not any(p.is_symlink() for p in chain)
 
 
-def _remove_dead_temporaries(folder: Path) -> list[Path]:
-    """Remove the ocokit temporaries of dead writers from ``folder``, a run folder (not below it); the removed."""
+def remove_dead_temporaries(folder: Path, name: str | None = None) -> list[Path]:
+    """Remove the ocokit temporaries of dead writers from ``folder`` (not below it), those of the file ``name`` only
+    when given; returns the removed."""
     removed, now, host = [], time.time(), _host()
     try:
-        found = [(p, m) for p in folder.iterdir() if (m := _TMP.fullmatch(p.name))]
+        found = [(p, m) for p in folder.iterdir() if (m := _TMP.fullmatch(p.name)) and name in (None, m["name"])]
     except OSError:
         return removed
     for tmp, match in found:
@@ -268,7 +269,7 @@ def save_records(
     # half the time of pyarrow's defaults, which try a dictionary of every column
     pq.write_table(table, sink, use_dictionary=["key", "quantity"], write_statistics=False)
     if _is_run_folder(path.parent):
-        _remove_dead_temporaries(path.parent)
+        remove_dead_temporaries(path.parent)
     atomic_write_bytes(path, sink.getvalue().to_pybytes())
     return {k: a.copy() for k, a in arrays.items()}, json.loads(meta)
 
