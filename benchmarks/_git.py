@@ -1,12 +1,13 @@
-"""The library as it was at a commit (from this checkout's git), to time old against new: one module, or a folder."""
+"""The library as it was at a commit (from this checkout's git), to time old against new: one module, or a tree."""
 
 from __future__ import annotations
 
-import io
+import contextlib
 import subprocess
 import sys
-import tarfile
+import tempfile
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,11 +35,21 @@ def module_at(commit: str, path: str, name: str) -> types.ModuleType | None:
     return module
 
 
-def folder_at(commit: str, path: str, into: Path) -> Path | None:
-    """The folder ``path`` (relative to the repository root) as of ``commit``, extracted under ``into``."""
-    archive = _git("archive", commit, path)
-    if archive is None:
-        return None
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / path
+def short(ref: str) -> str | None:
+    """``ref``'s abbreviated commit hash, or ``None`` when git or the ref is unavailable."""
+    out = _git("rev-parse", "--short", "--verify", f"{ref}^{{commit}}")
+    return None if out is None else out.decode().strip()
+
+
+@contextlib.contextmanager
+def worktree_at(ref: str) -> Iterator[Path]:
+    """The whole tree as of ``ref``, checked out (detached) by ``git worktree add`` into a temporary folder,
+    removed with its worktree entry on exit. ``SystemExit`` when git or the ref is unavailable."""
+    with tempfile.TemporaryDirectory(prefix="ocokit-ref-") as tmp:
+        tree = Path(tmp) / "tree"
+        if _git("worktree", "add", "--detach", "--quiet", str(tree), ref) is None:
+            raise SystemExit(f"git worktree add {ref} failed (is {ref!r} a commit of this checkout?)")
+        try:
+            yield tree
+        finally:
+            _git("worktree", "remove", "--force", str(tree))

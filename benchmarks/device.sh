@@ -8,9 +8,8 @@
 # and matplotlib (the library runs from src/, nothing is installed). It prints the Python, JAX and equinox versions
 # and the devices, refuses to go on when JAX sees no accelerator (unless ALLOW_CPU=1), then runs
 # benchmarks/engine.py: run vs the hand-written scan, the 100-seed sweep and the 10 x 10 grid vs one run, Session and
-# observe_many vs the scan. Without this checkout's git (a copy of the working tree) the comparisons with older
-# engines are skipped. Both outputs are also written to device.txt and engine.txt under $OUT (default: a new
-# temporary folder, printed).
+# observe_many vs the scan (every program compiled with XLA's defaults; the library sets no XLA options). Both
+# outputs are also written to device.txt and engine.txt under $OUT (default: a new temporary folder, printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$(mktemp -d)}"

@@ -14,15 +14,11 @@ appear only beside them. Targets (issue 4):
    The pass is timed from memory, as the round meets its matrices (a round reads and writes several m x n
    float64 matrices, more than a CPU's last-level cache holds): each call reads a different one of
    :data:`PASS_BUFFERS` matrices. The pass on a matrix already in cache is printed beside it;
-4. against today's main (``OLD``: its ``NuclearNormBall`` loaded from git into this process, and its
-   threefry draw of ``P_t``, pinned below): OFW-TVC's round, the draw of ``P_t`` and the warm LMO call,
-   old time / new time;
-5. the round's two savings since :data:`BEFORE_IN_PLACE`, each turned off in this process: the loss gradient as
-   one elementwise expression (off: :class:`ScatteredGradient`, the sum over O differentiated by JAX, pinned
-   below) and the decision written in place (off: the engine's ``_LARGE_GAME`` options emptied), old time /
-   new time per round;
-6. with ``--filmtrust``: the in-place decision for the bandit learners BFW-TVC and SCBFW-TVC on FilmTrust
-   (1508 x 2071), ``_LARGE_GAME`` as is and emptied in this process, old time / new time per round.
+4. against the main before the fast matrix rounds (``OLD``: its ``NuclearNormBall`` loaded from git into this
+   process, and its threefry draw of ``P_t``, pinned below): OFW-TVC's round, the draw of ``P_t`` and the warm LMO call,
+   old time / new time.
+
+Every program is compiled with XLA's defaults (the library sets no XLA options).
 
 The ratings are MovieLens-100k when found (``--data`` or ``OCOKIT_DATA`` or ``../shared/data``), else a
 synthetic low-rank matrix of the same size and density.
@@ -47,7 +43,7 @@ import numpy as np  # noqa: E402
 import ocokit  # noqa: E402
 from _git import module_at  # noqa: E402
 from _timing import best_of, best_of_each  # noqa: E402
-from ocokit.algorithms import BFWTVC, OFWTVC, OGD, SCBFWTVC, ProblemInfo  # noqa: E402
+from ocokit.algorithms import OFWTVC, OGD, ProblemInfo  # noqa: E402
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings  # noqa: E402
 from ocokit.sets import NuclearNormBall  # noqa: E402
 
@@ -55,37 +51,7 @@ M, N = 943, 1682
 PASS_BUFFERS = 8
 """Distinct m x n float64 matrices the timed pass cycles through (8 x 12.7 MB, beyond a 32 MiB cache)."""
 OLD = "6df185a"
-"""Today's main before the fast matrix rounds (issue 14): its ``src/ocokit/sets/_nuclear.py`` is the old LMO."""
-
-
-BEFORE_IN_PLACE = "9b9b457"
-"""The main before the dense loss gradient and the in-place decision of section (5)."""
-
-
-class ScatteredGradient(OnlineMatrixCompletion):
-    """The problem as :data:`BEFORE_IN_PLACE` differentiated its loss over all of O (pinned here): JAX's derivative
-    of the sum over O, which writes a zero matrix and scatters the residuals into it every round."""
-
-    def loss(self, data, x):
-        if self.sampling != "all":
-            return super().loss(data, x)
-        residual = x[self.users, self.items] - self.ratings
-        return 0.5 * jnp.sum(residual * residual)
-
-
-def with_large_game_options(options: dict, fn):
-    """``fn`` called with the engine's ``_LARGE_GAME`` options set to ``options`` (its programs are compiled and
-    kept per options, so both settings stay compiled side by side)."""
-    engine = ocokit.engine
-
-    def call():
-        kept, engine._LARGE_GAME = engine._LARGE_GAME, options
-        try:
-            return fn()
-        finally:
-            engine._LARGE_GAME = kept
-
-    return call
+"""The main before the fast matrix rounds (issue 14): its ``src/ocokit/sets/_nuclear.py`` is the old LMO."""
 
 
 def old_nuclear() -> types.ModuleType | None:
@@ -187,7 +153,10 @@ def lmo_vs_svd(steps: int, repeats: int, old: types.ModuleType | None) -> None:
     print(f"    max relative error of <G, V> vs -radius sigma_1(G): {rel:.1e}  (target <= 1e-6)")
     if old is not None:
         old_call = t["old"] / (steps + 1)
-        print(f"    vs today's main ({OLD}): {old_call / warm:.2f}x faster per call   [old {fmt(old_call)}]")
+        print(
+            f"    vs {OLD} (before the fast matrix rounds): {old_call / warm:.2f}x faster per call   "
+            f"[old {fmt(old_call)}]"
+        )
 
 
 def run_of(learner, problem, T: int):
@@ -233,60 +202,14 @@ def ofw_tvc_vs_ogd_and_floor(data: str | None, T: int, T_ogd: int, repeats: int,
     )
     if old is not None:
         old_tvc, old_draw = (t["old tvc 2T"] - t["old tvc"]) / T, t["old draw"] / T
-        print(f"(4) vs today's main ({OLD}: threefry P_t, its LMO), in this process:")
+        print(f"(4) vs {OLD} (before the fast matrix rounds: threefry P_t, its LMO), in this process:")
         print(
             f"    OFW-TVC round {old_tvc / tvc:.2f}x faster ({old_tvc / floor:.1f} -> {tvc / floor:.1f} passes); "
             f"drawing P_t {old_draw / draw:.1f}x faster ({old_draw / floor:.1f} -> {draw / floor:.1f} passes; "
             f"{old_draw / old_tvc:.0%} -> {draw / tvc:.0%} of the round)"
         )
     else:
-        print(f"(4) today's main ({OLD}) not found in git: no comparison")
-    in_place_savings(rat, problem, learner, T, repeats, tvc)
-
-
-def steady_rounds(learner, variants: dict, T: int, repeats: int) -> dict[str, float]:
-    """Seconds per steady-state round (a run of 2T rounds less one of T, over T) of ``learner`` on each variant
-    ``name: (problem, options)``, timed interleaved in this process; ``options`` ``None`` keeps the engine's
-    ``_LARGE_GAME``, a dict replaces it (:func:`with_large_game_options`)."""
-    fns = {}
-    for name, (game, options) in variants.items():
-        for horizon in (T, 2 * T):
-            fn = run_of(learner, game, horizon)
-            fns[name, horizon] = fn if options is None else with_large_game_options(options, fn)
-    t = {key: best.wall for key, best in best_of_each(fns, repeats).items()}
-    return {name: (t[name, 2 * T] - t[name, T]) / T for name in variants}
-
-
-def in_place_savings(rat, problem, learner, T: int, repeats: int, tvc: float) -> None:
-    """Section (5): OFW-TVC's steady-state round with the dense gradient and the in-place decision each off."""
-    scattered = ScatteredGradient(rat, radius=problem.rho)
-    variants = {
-        "no in-place decision": (problem, {}),
-        "scattered gradient": (scattered, None),
-        "neither": (scattered, {}),
-    }
-    rounds = steady_rounds(learner, {"now": (problem, None), **variants}, T, repeats)
-    now = rounds["now"]
-    print(f"(5) the round's savings since {BEFORE_IN_PLACE}, each turned off in this process (old / new round time):")
-    for name in variants:
-        old = rounds[name]
-        print(f"    {name}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}; section (2)'s round {fmt(tvc)}]")
-
-
-def bandit_in_place(data: str | None, T: int, repeats: int) -> None:
-    """Section (6), with ``--filmtrust``: the in-place decision for BFW-TVC and SCBFW-TVC on FilmTrust (bandit
-    feedback: the loss gradient is not used), its rounds in steady state with ``_LARGE_GAME`` as is and emptied."""
-    try:
-        problem = OnlineMatrixCompletion.from_filmtrust(data_root(data), radius=1e4)
-    except (OSError, ValueError) as err:
-        print(f"(6) FilmTrust not found ({err}): no bandit comparison")
-        return
-    info = ProblemInfo.of(problem, 2 * T)
-    print(f"(6) the in-place decision on FilmTrust {problem.shape}, old (a copy each round) / new round time:")
-    for learner in (BFWTVC.from_theory(info), SCBFWTVC.from_theory(info, alpha_f=1.0)):
-        rounds = steady_rounds(learner, {"now": (problem, None), "copy": (problem, {})}, T, repeats)
-        now, old = rounds["now"], rounds["copy"]
-        print(f"    {type(learner).__name__}: {old / now:.2f}x   [{fmt(old)} against {fmt(now)}]")
+        print(f"(4) {OLD} not found in git: no comparison")
 
 
 def draw_only(problem, T: int):
@@ -311,16 +234,12 @@ def main() -> None:
     parser.add_argument("--T-ogd", type=int, default=3, help="rounds of OGD per timed run (one SVD each)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data", default=None, help="folder holding ml-100k/u.data")
-    parser.add_argument("--filmtrust", action="store_true", help="also time section (6): bandit learners on FilmTrust")
-    parser.add_argument("--T-bandit", type=int, default=10, help="rounds per timed run of section (6) (and 2T)")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, float64")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     old = old_nuclear()
     lmo_vs_svd(args.lmo_steps, args.repeats, old)
     ofw_tvc_vs_ogd_and_floor(args.data, args.T, args.T_ogd, args.repeats, old)
-    if args.filmtrust:
-        bandit_in_place(args.data, args.T_bandit, args.repeats)
 
 
 if __name__ == "__main__":

@@ -308,7 +308,8 @@ class Session:
                 raise ValueError(f"round data leaf {i} must have shape {shape}, got shape {tuple(np.shape(leaf))}")
             if not np.can_cast(got_dtype, dtype, "same_kind"):
                 raise ValueError(f"round data leaf {i} must be of dtype {dtype}, got {got_dtype}")
-            out.append(jnp.asarray(leaf, dtype))
+            same = got_dtype == dtype  # host data stays on the host: the round's call moves it, no extra dispatch
+            out.append(leaf if same else leaf.astype(dtype) if isinstance(leaf, jax.Array) else np.asarray(leaf, dtype))
         return jax.tree.unflatten(want_def, out)
 
 
