@@ -285,9 +285,75 @@ def test_solver_choice_errors_are_clear():
     with pytest.raises(ValueError, match="log_capacity_constraint"):
         resolve_solver(regression.constraint_structure, regression.domain, "log_capacity")
     ball = eqx.tree_at(lambda p: p.domain, _DeclaredAffine(Box(0.0, 1.0, dim=4)), L2Ball(4))
-    with pytest.raises(ValueError, match="needs a Box domain"):
+    with pytest.raises(ValueError, match="needs a box domain"):
         resolve_solver(ball.constraint_structure, ball.domain, "smooth")
     assert resolve_solver(ball.constraint_structure, ball.domain, "auto") == "affine"
+    with pytest.raises(ValueError, match="needs a box domain"):
+        solve_smooth(jnp.zeros(4), 1.0, jnp.zeros(4), jnp.ones(1), lambda x: x[:1], L2Ball(4))
+    with pytest.raises(ValueError, match="needs a box domain"):
+        solve_log_capacity(jnp.zeros(4), 1.0, jnp.zeros(4), jnp.ones(1), 1.0, 4.0, 4.0, L2Ball(4))
+
+
+class _DeclaredBox(ocokit.sets.AbstractSet):
+    """A box that is not a :class:`Box`: a set of another class declaring ``box_bounds()`` (delegates to one)."""
+
+    box: Box
+
+    @property
+    def shape(self):
+        return self.box.shape
+
+    def box_bounds(self):
+        return self.box.box_bounds()
+
+    def lmo(self, direction):
+        return self.box.lmo(direction)
+
+    def project(self, x):
+        return self.box.project(x)
+
+    def contains(self, x, atol=1e-8):
+        return self.box.contains(x, atol)
+
+    @property
+    def diameter(self):
+        return self.box.diameter
+
+    @property
+    def inner_radius(self):
+        return self.box.inner_radius
+
+    def center(self):
+        return self.box.center()
+
+    def scaled(self, s):
+        return _DeclaredBox(self.box.scaled(s))
+
+
+def test_solvers_ask_the_set_for_its_box_not_its_class():
+    # A set of another class that declares box_bounds() takes the box paths (clipping and the exact line search
+    # of the affine solver, the smooth and log-capacity solvers) and gives the Box's numbers bit for bit.
+    box = Box(jnp.array([0.0, 0.0, 0.5, 0.0]), jnp.array([5.0, 2.0, 3.0, 1.0]))  # lower > -1/r for log_capacity
+    declared = _DeclaredBox(box)
+    problem = _DeclaredAffine(box)
+    assert resolve_solver(problem.constraint_structure, declared, "smooth") == "smooth"
+    rng = np.random.default_rng(11)
+    c, z = jnp.asarray(rng.normal(size=4) * 10), jnp.asarray(rng.uniform(0, 1, 4))
+    A, b, w = jnp.asarray(rng.uniform(0, 1, (2, 4))), jnp.asarray(rng.uniform(0, 0.5, 2)), jnp.array([50.0, 80.0])
+
+    def g(x):
+        return jnp.array([jnp.sum(x**2) - 0.5, jnp.sum(x) - 0.3])
+
+    solves = {
+        "affine": lambda K: solve_affine(c, 0.7, z, w, A, b, K),
+        "smooth": lambda K: solve_smooth(c, 0.7, z, w, g, K),
+        "log_capacity": lambda K: solve_log_capacity(c, 0.7, z, w[:1], 20.0, 4.0, 4.0, K),
+    }
+    for name, solve in solves.items():
+        on_box, on_declared = solve(box), solve(declared)
+        assert int(on_box.iterations) > 0, name  # the hinges are active: Newton steps on the dual
+        for a, d in zip(jax.tree.leaves(on_box), jax.tree.leaves(on_declared), strict=True):
+            np.testing.assert_array_equal(a, d, err_msg=name)
 
 
 @pytest.mark.parametrize(("p", "N"), [(2, 3), (10, 2), (3, 1)])

@@ -65,7 +65,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
-from ocokit.sets import AbstractSet, Box
+from ocokit.sets import AbstractSet
 
 SOLVERS = ("auto", "affine", "log_capacity", "smooth")
 """Solver choices of :func:`hinge_prox_step`:
@@ -274,6 +274,18 @@ def _objective(c, alpha, z, x):
     return jnp.dot(c, dx) + alpha * jnp.dot(dx, dx)
 
 
+def _box_bounds(domain: AbstractSet, solver: str) -> tuple[Array, Array]:
+    """``(lower, upper)`` of a box domain (its declared ``box_bounds()``); ``ValueError`` for any other set."""
+    bounds = domain.box_bounds()
+    if bounds is None:
+        raise ValueError(
+            f"solver={solver!r} needs a box domain (a set declaring box_bounds(), such as Box), got "
+            f"{type(domain).__name__}; for affine constraints over other sets use solver='affine' (declare "
+            "constraint_structure='affine' or make g affine)"
+        )
+    return bounds
+
+
 def _unconstrained(c, alpha, z, domain, dtype) -> HingeProxSolution:
     x = domain.project(z - c / (2.0 * alpha))
     zero = jnp.asarray(0, jnp.int32)
@@ -296,9 +308,10 @@ def solve_affine(
 
     ``x(lam) = Pi_X(z - (c + A^T lam) / (2 alpha))`` for any X with an exact projection. The dual Hessian
     is ``A J A^T / (2 alpha)`` with ``J`` the Jacobian of ``Pi_X`` at the unprojected point (N forward-mode
-    products ``J a_n``): on a :class:`~ocokit.sets.Box` ``J`` is the 0/1 mask of unclipped coordinates and
-    the Hessian is exact on each piece of the piecewise-quadratic dual, so projected Newton terminates;
-    on curved sets (balls) it is a semismooth Newton step.
+    products ``J a_n``): on a box (a set declaring ``box_bounds()``, :class:`~ocokit.sets.Box`) ``J`` is the
+    0/1 mask of unclipped coordinates and the Hessian is exact on each piece of the piecewise-quadratic dual,
+    so projected Newton terminates, with an exact line search; on curved sets (balls) it is a semismooth
+    Newton step.
 
     Args:
         c: the gradient at ``z``; alpha: proximal weight > 0; z: the centre; weights: ``w >= 0``;
@@ -311,15 +324,18 @@ def solve_affine(
     two_alpha = 2.0 * alpha
     v0 = z - c / two_alpha
 
+    bounds = domain.box_bounds()
+
     def unclipped(lam):
         return v0 - _combine(lam, A) / two_alpha
 
     def oracle(lam, x_warm):
         del x_warm
         v = unclipped(lam)
-        if isinstance(domain, Box):
-            x = jnp.clip(v, domain.lower, domain.upper)
-            free = ((v > domain.lower) & (v < domain.upper)).astype(A.dtype)
+        if bounds is not None:
+            lower, upper = bounds
+            x = jnp.clip(v, lower, upper)
+            free = ((v > lower) & (v < upper)).astype(A.dtype)
             # g and the Hessian A J A^T in one reduction: the rows of A against x and against J a_m
             products = jnp.sum(A[:, None, :] * jnp.concatenate([x[None], A * free[None, :]])[None], axis=-1)
             g, hess = products[:, 0] - b, products[:, 1:] / two_alpha
@@ -333,15 +349,16 @@ def solve_affine(
         # On a box phi'(s) = <d, A x(s) - b> with x(s) = clip(v - s u) is non-increasing and piecewise
         # linear, with breakpoints where a coordinate of v - s u meets a bound: evaluate it there and
         # interpolate its zero linearly between the two neighbouring breakpoints.
+        lower, upper = bounds  # used only when the domain declares them
         v = unclipped(lam)
         Ad = _combine(d, A)
         u = Ad / two_alpha
         nonzero = u != 0
         safe = jnp.where(nonzero, u, 1.0)
-        cuts = jnp.concatenate([(v - domain.lower) / safe, (v - domain.upper) / safe])
+        cuts = jnp.concatenate([(v - lower) / safe, (v - upper) / safe])
         cuts = jnp.where(jnp.concatenate([nonzero, nonzero]), cuts, 0.0)
         S = jnp.clip(jnp.concatenate([jnp.zeros(1, dtype), cuts, s_max[None]]), 0.0, s_max)
-        X = jnp.clip(v[None, :] - S[:, None] * u[None, :], domain.lower[None, :], domain.upper[None, :])
+        X = jnp.clip(v[None, :] - S[:, None] * u[None, :], lower[None, :], upper[None, :])
         D = jnp.sum(X * Ad[None, :], axis=-1) - _combine(d, b)
         up = D >= 0
         # the last breakpoint with phi' >= 0 and the first with phi' < 0 (inf: none), then phi' there;
@@ -359,7 +376,7 @@ def solve_affine(
         return jnp.trace(A @ A.T) / (two_alpha * A.shape[0])
 
     w = jnp.asarray(weights, dtype)
-    exact = exact_step if isinstance(domain, Box) else None
+    exact = None if bounds is None else exact_step
     g_scale = jnp.max(jnp.abs(b))
     return _maximise_dual(oracle, w, z, scale, tol, max_iter, exact, g_scale)
 
@@ -378,7 +395,7 @@ def solve_log_capacity(
     demand: Float[Array, ""],
     scale: Any,
     rate: Any,
-    domain: Box,
+    domain: AbstractSet,
     *,
     tol: Any = 1e-11,
     max_iter: int = 50,
@@ -395,8 +412,7 @@ def solve_log_capacity(
         demand, scale, rate: ``d``, ``s > 0`` and ``r > 0`` (scalars or per coordinate); paper 003,
             Section 6.3, uses ``d = lambda_t``, ``s = r = 4``. Others as in :func:`solve_affine`.
     """
-    if not isinstance(domain, Box):
-        raise ValueError(f"the log_capacity solver needs a Box domain, got {type(domain).__name__}")
+    lower, upper = _box_bounds(domain, "log_capacity")
     dtype = jnp.result_type(c, z)
     two_alpha = 2.0 * alpha
     v0 = z - c / two_alpha
@@ -409,9 +425,9 @@ def solve_log_capacity(
         mu = lam[0]
         u = _stable_positive_root(a, r * mu * s * r / two_alpha)
         xr = (u - 1.0) / r
-        x = jnp.clip(xr, domain.lower, domain.upper)
+        x = jnp.clip(xr, lower, upper)
         g = jnp.reshape(demand - jnp.sum(s * jnp.log1p(r * x)), (1,))
-        free = (xr > domain.lower) & (xr < domain.upper)
+        free = (xr > lower) & (xr < upper)
         one_plus = 1.0 + r * x
         dg = -s * r / one_plus
         curvature = two_alpha + mu * s * r * r / (one_plus * one_plus)
@@ -425,12 +441,13 @@ def solve_log_capacity(
     return _maximise_dual(oracle, w, z, scale, tol, max_iter, g_scale=jnp.abs(demand))
 
 
-def _box_newton(q, x0, domain: Box, tol_x, max_iter: int):
-    """Projected Newton (exact Hessian, Armijo on the projected arc) for a smooth strongly convex q on a box.
+def _box_newton(q, x0, bounds: tuple[Array, Array], tol_x, max_iter: int):
+    """Projected Newton (exact Hessian, Armijo on the projected arc) for a smooth strongly convex q on the box
+    ``bounds = (lower, upper)``.
 
     Returns ``(x, free coordinates, Hessian at x, iterations)``.
     """
-    lo, hi = domain.lower, domain.upper
+    lo, hi = bounds
     grad_q, hess_q = jax.grad(q), jax.hessian(q)
 
     def pg(x, gr):
@@ -469,7 +486,7 @@ def solve_smooth(
     z: Float[Array, " p"],
     weights: Float[Array, " N"],
     g: Callable[[Array], Array],
-    domain: Box,
+    domain: AbstractSet,
     *,
     tol: Any = 1e-11,
     max_iter: int = 50,
@@ -484,11 +501,7 @@ def solve_smooth(
     The dual step is as in :func:`solve_affine`.
     ``iterations`` counts dual Newton steps; inner steps are not included.
     """
-    if not isinstance(domain, Box):
-        raise ValueError(
-            f"the smooth solver needs a Box domain (projected Newton on the box), got "
-            f"{type(domain).__name__}; affine constraints over other sets work with solver='affine'"
-        )
+    bounds = _box_bounds(domain, "smooth")
     dtype = jnp.result_type(c, z)
     w = jnp.asarray(weights, dtype)
     if w.shape[0] == 0:
@@ -503,7 +516,7 @@ def solve_smooth(
         def lagrangian(x):
             return _objective(c, alpha, z, x) + jnp.dot(lam, g(x))
 
-        x, free, K, _ = _box_newton(lagrangian, x_warm, domain, tol_x, inner_max_iter)
+        x, free, K, _ = _box_newton(lagrangian, x_warm, bounds, tol_x, inner_max_iter)
         J = jac(x) * free.astype(x.dtype)[None, :]
         Km = jnp.where(free[:, None] & free[None, :], K, 0.0) + jnp.diag(jnp.where(free, 0.0, 1.0))
         hess = J @ jnp.linalg.solve(Km, J.T)
@@ -533,11 +546,8 @@ def resolve_solver(structure: str, domain: AbstractSet, solver: str) -> str:
             f"log_capacity_constraint(data) -> (d, s, r) describing g(x) = d - sum_i s_i ln(1 + r_i x_i)), "
             f"got {structure!r}"
         )
-    if solver in ("log_capacity", "smooth") and not isinstance(domain, Box):
-        raise ValueError(
-            f"solver={solver!r} needs a Box domain, got {type(domain).__name__}; for affine "
-            "constraints over other sets use solver='affine' (declare constraint_structure='affine' or make g affine)"
-        )
+    if solver in ("log_capacity", "smooth"):
+        _box_bounds(domain, solver)
     if domain.shape is not None and len(domain.shape) != 1:
         raise ValueError(f"hinge-prox solvers need vector decisions, got shape {domain.shape}")
     return solver

@@ -183,11 +183,18 @@ _YI2021_TABLES = {4: (100.0, 2.5), 5: (2.0, 1.0)}  # table -> (alpha, gamma), c 
 _GAMMA_RULES = ("printed", "code")
 
 
-class _Yi2021State(QueueState):
-    """:class:`QueueState` (``queue`` is ``q_t``; ``q_hat`` adds the latest increment again) and the steps."""
+class _Yi2021State(eqx.Module):
+    """The queue learner's :class:`QueueState` (its ``queue`` is ``q_t``; ``q_hat`` adds the latest increment
+    again) and the constant steps ``alpha``, ``gamma`` set from the horizon."""
 
+    core: QueueState
     alpha: Float[Array, ""]
     gamma: Float[Array, ""]
+
+    @property
+    def x(self) -> Float[Array, " p"]:
+        """The decision to play next, ``x_{t+1}`` (the queue state's)."""
+        return self.core.x
 
 
 class Yi2021(AbstractQueueLearner):
@@ -292,27 +299,21 @@ class Yi2021(AbstractQueueLearner):
         del key
         x = self.prox.start_point(info.domain)
         alpha, gamma = self.steps(info.horizon, x.dtype)
-        steps = {"alpha": alpha.astype(x.dtype), "gamma": gamma.astype(x.dtype)}
-        return _Yi2021State.initial(x, info.num_constraints, 0.0, info.domain, **steps)  # q_0 = 0
+        core = QueueState.initial(x, info.num_constraints, 0.0, info.domain)  # q_0 = 0
+        return _Yi2021State(core, alpha.astype(x.dtype), gamma.astype(x.dtype))
 
     def update(self, state, x, feedback):
+        core = state.core
         g = feedback.constraints(x)
-        queue = cumulative_hinge(state.queue, g, state.gamma)  # q_t
+        queue = cumulative_hinge(core.queue, g, state.gamma)  # q_t
         q_hat = cumulative_hinge(queue, g, state.gamma)  # the latest increment counted twice
-        sol = self.prox.step(feedback, state.domain, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
-        return _Yi2021State(
-            x=sol.x.astype(x.dtype),
-            queue=queue.astype(state.queue.dtype),
-            t=state.t + 1,
-            iterations=sol.iterations,
-            converged=sol.converged,
-            domain=state.domain,
-            alpha=state.alpha,
-            gamma=state.gamma,
-        )
+        sol = self.prox.step(feedback, core.domain, feedback.grad(x), 1.0 / state.alpha, x, state.gamma * q_hat)
+        x_next, queue = sol.x.astype(x.dtype), queue.astype(core.queue.dtype)
+        core = QueueState(x_next, queue, core.t + 1, sol.iterations, sol.converged, core.domain)
+        return _Yi2021State(core, state.alpha, state.gamma)
 
     def diagnostics(self, state):
-        return state.diagnostics()
+        return state.core.diagnostics()
 
 
 # --------------------------------------------------------------------------------------------------

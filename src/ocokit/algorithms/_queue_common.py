@@ -103,10 +103,10 @@ class QueueState(eqx.Module):
     domain: Any  # X, from the learner's info
 
     @classmethod
-    def initial(cls, x: Array, num_constraints: int, queue0: Any, domain: AbstractSet, **extra: Any) -> Any:
+    def initial(cls, x: Array, num_constraints: int, queue0: Any, domain: AbstractSet) -> QueueState:
         """The state before round 1: ``x_1 = x``, a queue filled with ``queue0``, no rounds absorbed.
 
-        ``extra`` fills the fields a learner's own state adds (Yi et al. 2021's steps).
+        A learner whose state carries more (Yi et al. 2021's steps) holds this state as a field.
         """
         return cls(
             x=x,
@@ -115,7 +115,6 @@ class QueueState(eqx.Module):
             iterations=jnp.asarray(0, jnp.int32),
             converged=jnp.asarray(True),
             domain=domain,
-            **extra,
         )
 
     def diagnostics(self) -> dict[str, Array]:

@@ -30,6 +30,9 @@ class AbstractSet(eqx.Module):
       starting point.
     * ``scaled(s)``: the set ``center + s (K - center)`` (the shrunk set ``(1 - delta/r) K`` of bandit
       methods), of the same class.
+    * ``box_bounds()``: a capability the set declares: ``(lower, upper)`` when K is the box
+      ``{x : lower <= x <= upper}``, else ``None`` (the default). Code that can exploit a box (clipping,
+      projected Newton on the box) asks the set, never its class.
     * Inputs: ``lmo``, ``warm_lmo``, ``project`` and ``contains`` take exactly one point or direction of
       ``shape`` with a real dtype; anything else is a one-line ``ValueError`` naming the set, the method,
       the expected and the received shape, raised when the call is traced (static shapes: no cost in
@@ -73,6 +76,10 @@ class AbstractSet(eqx.Module):
     @abc.abstractmethod
     def scaled(self, s: Any) -> AbstractSet:
         """The set ``center + s (K - center)`` for ``0 < s <= 1``."""
+
+    def box_bounds(self) -> tuple[Float[Array, " d"], Float[Array, " d"]] | None:
+        """``(lower, upper)`` when K is the box ``{x : lower <= x <= upper}``; ``None`` (the default) otherwise."""
+        return None
 
     def lmo_init(self) -> Any:
         """Initial warm-start state of the LMO (``None`` for stateless oracles)."""

@@ -19,6 +19,7 @@ class Box(AbstractSet):
     ``upper``); O(d). project: clipping, O(d) (``optax.projections.projection_box``). Both return the
     input's dtype. Geometry: ``diameter = ||upper - lower||_2``, ``inner_radius = min_i (upper_i -
     lower_i) / 2``, ``center = (lower + upper) / 2``; ``scaled(s)`` shrinks every side about the centre.
+    ``box_bounds()`` declares the box: ``(lower, upper)``.
 
     Args:
         lower: lower bounds, shape ``(d,)`` (a scalar is broadcast when ``dim`` is given).
@@ -51,6 +52,9 @@ class Box(AbstractSet):
     @property
     def shape(self) -> tuple[int, ...]:
         return self.lower.shape
+
+    def box_bounds(self) -> tuple[Float[Array, " d"], Float[Array, " d"]]:
+        return self.lower, self.upper
 
     def lmo(self, direction):
         direction = _arg(self, "lmo", "direction", direction)
