@@ -11,10 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import ocokit
 from ocokit.algorithms import BanditOCOMemory, OCOMemoryLimitedPredictions, ProblemInfo
-from ocokit.algorithms._memory_predictions import _direction, _init_gradient, _stream
+from ocokit.algorithms._smoothing_step import INIT_PERTURB, SmoothingStep, _direction, _slots, _stream
 from ocokit.engine import split_key
 from ocokit.feedback import direction_variance, make_feedback
 from ocokit.problems import QuadraticWithMemory
@@ -67,11 +70,11 @@ def reference(learner, problem, T, key):
     env_key, lkey = split_key(key)
     _, data = rounds(problem, env_key, T)
     h, d = problem.memory(), problem.dim
-    W, strict = learner.window, learner.strict_window
+    W, strict, sm = learner.window, learner.strict_window, learner.smoothing
     K = W if h == 1 else (W - strict) // (h - 1)
-    x0bar = np.broadcast_to(np.asarray(learner.x0, float), (d,))
+    x0bar = np.broadcast_to(np.asarray(sm.x0, float), (d,))
     lo, hi = np.asarray(problem.domain.lower), np.asarray(problem.domain.upper)
-    U_init, U_fixed, U_layers = (np.asarray(v) for v in _directions(lkey, learner.law, learner.half_width, d, K, T))
+    U_init, U_fixed, U_layers = (np.asarray(v) for v in _directions(lkey, sm.law, sm.half_width, d, K, T))
 
     def proj(v):
         return np.clip(v, lo, hi)
@@ -90,7 +93,7 @@ def reference(learner, problem, T, key):
         return (A @ window.reshape(-1) + B).reshape(window.shape)
 
     def u_init(r):
-        return U_fixed if learner.init_perturb == "fixed_trajectory" else U_init[r]
+        return U_fixed if sm.init_perturb == "fixed_trajectory" else U_init[r]
 
     def u_layer(j, i):
         return U_layers[j, i]
@@ -102,7 +105,7 @@ def reference(learner, problem, T, key):
 
     x[0][1] = x0bar.copy()
     D = {}
-    dp, delta = float(learner.delta_prime), float(learner.delta)
+    dp, delta = float(learner.delta_prime), float(sm.delta)
 
     def Dk(j, k):  # computed once per (j, k), lazily
         if k < 1 or k > T:  # l_k = 0 outside the horizon
@@ -110,11 +113,11 @@ def reference(learner, problem, T, key):
         if (j, k) not in D:
             idx = range(k - h + 1, k + 1)
             w = np.stack([X(j, i) for i in idx])
-            if learner.estimator == "exact":
+            if sm.estimator == "exact":
                 D[(j, k)] = grad_l(k, w)
             else:
                 U = np.stack([u_layer(j, i) if i >= 1 else np.zeros(d) for i in idx])
-                if learner.estimator == "two_point":
+                if sm.estimator == "two_point":
                     val = (l(k, w + dp * U) - l(k, w - dp * U)) / (2 * dp)
                 else:
                     val = l(k, w + dp * U) / dp
@@ -127,20 +130,20 @@ def reference(learner, problem, T, key):
             idx = list(range(r - h + 1, r + 1))
             w = np.stack([X(0, i) for i in idx])
             u = u_init(r)
-            if learner.init_perturb == "last":
+            if sm.init_perturb == "last":
                 mask = np.array([i == r for i in idx], float)
             else:
                 mask = np.array([i >= 1 for i in idx], float)
             P = delta * mask[:, None] * u[None]
-            if learner.estimator == "exact":
+            if sm.estimator == "exact":
                 g = (mask[:, None] * grad_l(r, w)).sum(0)
-            elif learner.estimator == "two_point":
+            elif sm.estimator == "two_point":
                 g = (l(r, w + P) - l(r, w - P)) / (2 * delta) * u
             else:
                 g = l(r, w + P) / delta * u
         else:
             g = np.zeros(d)
-        eta_r = float(learner.eta) / r
+        eta_r = float(sm.eta) / r
         x[0][r + 1] = proj(X(0, r) - eta_r * g)
         for j in range(K):
             s = t + (K - j - 1) * (h - 1)
@@ -212,7 +215,7 @@ def test_query_budget_window_and_flags(name):
     assert problem.strict_window == learner.strict_window
     h = problem.memory()
     K = learner.layers(h)
-    per_value = 1 if learner.estimator == "one_point" else 2
+    per_value = 1 if learner.smoothing.estimator == "one_point" else 2
     calls = np.asarray(traj.diagnostics["oracle_calls"])
     interior = calls[: T - learner.window - K * (h - 1)]  # rounds whose queries all fall in 1..T
     assert interior.size > 0 and np.all(interior == per_value * (K + 1))  # 2(K + 1) values, two-point
@@ -233,7 +236,7 @@ def test_pipelined_zeroth_order_layers_equal_the_offline_vectorised_method():
     assert K == 2
     hist = np.full((h - 1, d), 0.1)
     x = x0.copy()
-    U_layers = np.asarray(_directions(lkey, learner.law, learner.half_width, d, K, T)[2])
+    U_layers = np.asarray(_directions(lkey, learner.smoothing.law, learner.smoothing.half_width, d, K, T)[2])
     for j in range(K):
         U = U_layers[j, 1:]
         xp, xm = np.concatenate([hist, x + dp * U]), np.concatenate([hist, x - dp * U])
@@ -310,7 +313,7 @@ def test_init_estimate_on_a_quadratic_has_mean_sigma_a_squared_times_the_gradien
 
     @jax.jit
     def estimates(keys):
-        one = lambda key: _init_gradient(learner, value, w, slots, r, key, a)[0]  # noqa: E731
+        one = lambda key: learner.smoothing.estimate(w, slots, r, key, a, value)  # noqa: E731
         us = jax.vmap(lambda key: _direction(_stream(key, 0), jnp.asarray(r), (d,), law, a))(keys)
         return jax.vmap(one)(keys), us
 
@@ -396,13 +399,13 @@ def test_from_theory_uses_theorems_1_and_2():
     problem = paper_problem()
     info = ProblemInfo.of(problem, 16)
     lrn = OCOMemoryLimitedPredictions.from_theory(info, window=3)
-    assert float(lrn.eta) == pytest.approx(1 / 5) and float(lrn.alpha) == pytest.approx(1 / 20)
-    assert float(lrn.delta) == pytest.approx(0.25) and math.isnan(float(lrn.half_width))
+    assert float(lrn.smoothing.eta) == pytest.approx(1 / 5) and float(lrn.alpha) == pytest.approx(1 / 20)
+    assert float(lrn.smoothing.delta) == pytest.approx(0.25) and math.isnan(float(lrn.smoothing.half_width))
     state = lrn.init(info, jax.random.PRNGKey(0))
     assert float(state.half_width) == pytest.approx((2 * 1 * 3) ** -0.25)  # Definition 1, d = 1, h = 2
     assert float(state.xs[0, 0, 0]) == 0.0  # x0 = nan: the domain's centre
     b = BanditOCOMemory.from_theory(info)
-    assert float(b.eta) == pytest.approx(0.2) and float(b.delta) == pytest.approx(0.25)
+    assert float(b.smoothing.eta) == pytest.approx(0.2) and float(b.smoothing.delta) == pytest.approx(0.25)
     unknown = QuadraticWithMemory(Box(-1.0, 1.0, dim=1), sampler=lambda k, t: (jnp.eye(2), jnp.zeros(2)))
     with pytest.raises(ValueError, match="strong_convexity"):
         OCOMemoryLimitedPredictions.from_theory(ProblemInfo.of(unknown, 5), window=2)
@@ -437,3 +440,87 @@ def test_numeric_fields_are_leaves_and_structural_ones_static():
     lrn = OCOMemoryLimitedPredictions(window=2, **PAPER)
     leaves = jax.tree.leaves(eqx.filter(lrn, eqx.is_array))
     assert len(leaves) == 6 and all(isinstance(v, jax.Array) for v in leaves)
+
+
+# --------------------------------------------------------------------------------------------------
+# The part both learners hold as ``smoothing``: subroutine (a) (SmoothingStep).
+
+SMOOTHING = {"eta": 0.2, "delta": 0.2, "x0": 0.5, "half_width": 2.0, "law": "rademacher", "init_perturb": "last"}
+ALGORITHM1 = {"window": 2, "alpha": 0.05, "delta_prime": 1e-4}
+
+
+@pytest.mark.parametrize("build", ["part", "bandit", "algorithm1"])
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("eta", 0.0),
+        ("eta", math.inf),
+        ("delta", -0.1),
+        ("half_width", -2.0),
+        ("law", "cauchy"),
+        ("estimator", "three_point"),
+        ("init_perturb", "all"),
+        ("eta_decay", "sqrt"),
+    ],
+)
+def test_each_smoothing_field_is_checked_by_the_part_with_a_one_line_error_naming_it(build, field, bad):
+    params = {**SMOOTHING, field: bad}
+    make = {
+        "part": lambda: SmoothingStep(**params),
+        "bandit": lambda: BanditOCOMemory(**params),
+        "algorithm1": lambda: OCOMemoryLimitedPredictions(**ALGORITHM1, **params),
+    }[build]
+    with pytest.raises(ValueError) as err:
+        make()
+    message = str(err.value)
+    assert message.startswith(f"{field} must be") and "\n" not in message
+
+
+def test_both_learners_hold_the_part_their_keywords_build():
+    part = SmoothingStep(**SMOOTHING)
+    assert eqx.tree_equal(BanditOCOMemory(**SMOOTHING).smoothing, part)
+    assert eqx.tree_equal(OCOMemoryLimitedPredictions(**ALGORITHM1, **SMOOTHING).smoothing, part)
+    assert (part.queries, SmoothingStep(**{**SMOOTHING, "estimator": "one_point"}).queries) == (2, 1)
+    exact = SmoothingStep(**{**SMOOTHING, "estimator": "exact"})  # Algorithm 1 only: the bandit has no gradients
+    w, slots = jnp.zeros((2, 1)), jnp.arange(2)
+    with pytest.raises(ValueError, match="exact"):
+        exact.estimate(w, slots, jnp.asarray(1), jax.random.PRNGKey(0), jnp.asarray(2.0), lambda ws: ws.sum((1, 2)))
+
+
+@eqx.filter_jit
+def _linear_step(part, c, w, r, key, domain):
+    """The part's estimate of ``l(w) = <c, w>`` at index r, the direction it used, and the projected step."""
+    slots, half_width = _slots(r, w.shape[0]), jnp.asarray(0.7)
+    g = part.estimate(w, slots, r, key, half_width, lambda ws: jnp.sum(ws * c[None], axis=(1, 2)))
+    fixed = part.init_perturb == "fixed_trajectory"  # one u^0 (index 0 of stream 1), else u_r of stream 0
+    u = _direction(_stream(key, int(fixed)), jnp.where(fixed, 0, r), w.shape[1:], part.law, half_width)
+    return g, u, part.perturbed(slots, r), part.step(domain, w[-1], g, r)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    c=arrays(np.float64, (2, 2), elements=st.floats(-3, 3)),
+    w=arrays(np.float64, (2, 2), elements=st.floats(-1, 1)),
+    r=st.integers(-2, 40),
+    seed=st.integers(0, 2**31 - 1),
+    law=st.sampled_from(["rademacher", "gaussian", "truncated_gaussian"]),
+    init_perturb=st.sampled_from(INIT_PERTURB),
+    eta_decay=st.sampled_from(["inverse_t", "constant"]),
+)
+def test_two_point_step_on_a_linear_window_cost_follows_its_direction_exactly(
+    c, w, r, seed, law, init_perturb, eta_decay
+):
+    # l(w + P) - l(w - P) = 2 <c, P> with P = delta u on the perturbed slots: g_r = <sum_i c_i, u> u over those
+    # slots, for every law, reading of P and index r (history slots, index <= 0, are never perturbed).
+    part = SmoothingStep(eta=0.3, delta=0.1, law=law, init_perturb=init_perturb, eta_decay=eta_decay)
+    domain = Box(-0.5, 0.5, dim=2)
+    g, u, mask, x_next = (
+        np.asarray(v)
+        for v in _linear_step(part, jnp.asarray(c), jnp.asarray(w), jnp.int32(r), jax.random.PRNGKey(seed), domain)
+    )
+    slots = np.arange(r - 1, r + 1)
+    np.testing.assert_array_equal(mask, slots == r if init_perturb == "last" else slots >= 1)
+    expected = (c[mask].sum(axis=0) @ u) * u
+    np.testing.assert_allclose(g, expected, rtol=1e-9, atol=1e-12 * (1 + np.abs(c).sum() * (u @ u)))
+    eta_r = 0.3 / max(r, 1) if eta_decay == "inverse_t" else 0.3
+    np.testing.assert_allclose(x_next, np.clip(w[-1] - eta_r * g, -0.5, 0.5), rtol=1e-12, atol=1e-15)

@@ -1,6 +1,7 @@
 """OCO with memory and limited predictions (paper 002, Algorithm 1) and its bandit-OCO-with-memory subroutine.
 
-Two learners share the pieces written here once:
+Two learners hold the part :class:`~ocokit.algorithms._smoothing_step.SmoothingStep` (subroutine (a): its
+parameters, the estimate ``g_r``, the step ``eta_r``) as their field ``smoothing``:
 
 * :class:`BanditOCOMemory`, subroutine (a) on its own: projected online gradient descent over the played
   decisions, driven by one- or two-point values of the round's cost at perturbed windows
@@ -21,116 +22,38 @@ and Limited Predictions", arXiv:2410.23574 (v1), 2024.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.feedback import (
-    PREDICTIONS,
-    ZEROTH_ORDER,
-    FeedbackKind,
-    direction_variance,
-    one_point_estimate,
-    sample_direction,
-    smoothing_law,
-    truncated_gaussian_half_width,
-    two_point_quotient,
-)
-
-_ESTIMATORS = ("two_point", "one_point")
-_ALG1_ESTIMATORS = ("two_point", "one_point", "exact")
-_INIT_PERTURB = ("unary", "last", "fixed_trajectory")
-_ETA_DECAYS = ("inverse_t", "constant")
+from ocokit.algorithms._smoothing_step import VALUE_ESTIMATORS, SmoothingStep, _bcast, _slots, _stream
+from ocokit.feedback import PREDICTIONS, ZEROTH_ORDER, FeedbackKind, Predictions, ZerothOrder
+from ocokit.sets import AbstractSet
 
 
-# --------------------------------------------------------------------------------------------------
-# Shared pieces.
+class AbstractMemoryLearner(AbstractLearner):
+    """A learner of paper 002's family: it holds subroutine (a), the part ``smoothing``
+    (:class:`~ocokit.algorithms._smoothing_step.SmoothingStep`: ``eta``, ``delta``, ``x0``, ``half_width``,
+    ``law``, ``estimator``, ``init_perturb``, ``eta_decay``, ``normalize_by_variance``, with their checks)."""
+
+    smoothing: eqx.AbstractVar[SmoothingStep]
 
 
-def _stream(key: PRNGKeyArray, name: int) -> PRNGKeyArray:
-    """Independent key streams of a learner: 0 = initialisation draws, 1 = fixed u^0, 2 + j = layer j."""
-    return jax.random.fold_in(key, name)
+def _window_values(feedback: ZerothOrder, ws: Array) -> Array:
+    """``f_t`` at a stack of windows ``ws`` of shape ``(p, h, *shape)``; with h = 1 the loss takes ``x`` itself."""
+    return jax.vmap(feedback.loss)(ws if ws.shape[1] > 1 else ws[:, 0])
 
 
-def _direction(key: PRNGKeyArray, index: Array, shape: tuple[int, ...], law: str, half_width: Array) -> Array:
-    """The direction of absolute index ``index`` in the stream ``key`` (same index, same direction)."""
-    return sample_direction(jax.random.fold_in(key, index), shape, law, half_width=half_width)
-
-
-def _slots(last: Array, h: int) -> Array:
-    """Absolute indices ``last - h + 1, ..., last`` of a window ending at ``last``."""
-    return last - (h - 1) + jnp.arange(h, dtype=jnp.asarray(last).dtype)
-
-
-def _bcast(mask: Array, shape: tuple[int, ...]) -> Array:
-    return mask.reshape(mask.shape + (1,) * len(shape))
-
-
-def _resolve(config: Any, info: ProblemInfo) -> tuple[Array, Array]:
-    """``(x0bar, half_width)``; nan means ``domain.center()`` and Definition 1's ``(2 d^2 (2h-1))^(-1/4)``."""
-    domain, shape = info.domain, info.domain.shape
-    center = domain.center()
-    x0 = jnp.broadcast_to(jnp.asarray(config.x0, center.dtype), shape)
-    x0 = domain.project(jnp.where(jnp.isnan(x0), center, x0))
-    theory = truncated_gaussian_half_width(math.prod(shape), info.memory)
-    half_width = jnp.where(jnp.isnan(config.half_width), theory, config.half_width).astype(center.dtype)
-    return x0, half_width
-
-
-def _init_gradient(
-    config: Any,
-    value: Callable[[Array], Array],
-    w: Array,
-    slots: Array,
-    r: Array,
-    key: PRNGKeyArray,
-    half_width: Array,
-) -> tuple[Array, int]:
-    """Subroutine (a)'s gradient estimate ``g_r`` at the window ``w = x^0_{r-h+1:r}`` and its query count.
-
-    Perturbation ``P`` (the paper admits three readings): ``"unary"`` shifts every slot of index >= 1 by
-    ``delta u_r`` (fresh ``u_r``; the reading of Thm. 1's proof), ``"last"`` only slot r (the paper's
-    "Two-Point Prediction" paragraph), ``"fixed_trajectory"`` every slot by ``delta u^0`` with one ``u^0`` for
-    the whole run (the literal line 1). Two-point: ``[l_r(w + P) - l_r(w - P)] / (2 delta) u``; one-point:
-    ``l_r(w + P) / delta u``.
-    """
-    shape = w.shape[1:]
-    if config.init_perturb == "fixed_trajectory":
-        u = _direction(_stream(key, 1), jnp.asarray(0, jnp.int32), shape, config.law, half_width)
-    else:
-        u = _direction(_stream(key, 0), r, shape, config.law, half_width)
-    mask = (slots == r) if config.init_perturb == "last" else (slots >= 1)
-    P = config.delta * _bcast(mask, shape).astype(u.dtype) * u[None]
-    if config.estimator == "two_point":
-        plus, minus = value(jnp.stack([w + P, w - P]))  # one batched query of round r's model
-        g, calls = two_point_quotient(plus, minus, config.delta) * u, 2
-    else:
-        g, calls = one_point_estimate(value((w + P)[None])[0], u, config.delta), 1
-    if config.normalize_by_variance:
-        g = g / direction_variance(config.law, shape, half_width=half_width)
-    return g, calls
-
-
-def _eta(config: Any, r: Array) -> Array:
-    """``eta_r = eta / r`` (``"inverse_t"``; absolute index ``r = t + W - 1 >= 1``, not t) or ``eta``."""
-    if config.eta_decay == "constant":
-        return config.eta
-    return config.eta / jnp.maximum(r, 1).astype(float)
-
-
-def _check_half_width(half_width: Any) -> None:
-    """``half_width > 0`` where given (``nan`` stands for Definition 1's value)."""
-    arr = _checks._concrete(half_width)
-    if arr is not None:
-        _checks.positive("half_width", arr[~np.isnan(arr)])
+def _gradient(oracle: Predictions, k: Array, w: Array) -> Array:
+    """``grad l_k(w)`` (first-order predictions; ``nan`` outside the oracle's window)."""
+    return oracle.value_and_grad(k, w)[1]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -143,10 +66,10 @@ class _BanditOCOMemoryState(eqx.Module):
     half_width: Array
     key: PRNGKeyArray
     oracle_calls: Array
-    domain: Any  # X, from the learner's info
+    domain: AbstractSet  # X, from the learner's info
 
 
-class BanditOCOMemory(AbstractLearner):
+class BanditOCOMemory(AbstractMemoryLearner):
     """Bandit OCO with memory (paper 002, Algorithm 1's initialisation phase, subroutine (a), on its own).
 
     Update, with ``w_t = (x_{t-h+1}, ..., x_t)`` the window of played decisions and ``u_t`` a fresh
@@ -157,7 +80,9 @@ class BanditOCOMemory(AbstractLearner):
         x_{t+1} = Pi_X(x_t - eta_t g_t),   eta_t = eta / t
 
     where ``P_t`` shifts the window by ``delta u_t`` (see ``init_perturb``). The values come from
-    ``ZEROTH_ORDER`` feedback (the round's cost at two query windows the learner picks).
+    ``ZEROTH_ORDER`` feedback (the round's cost at two query windows the learner picks). The step is the part
+    ``smoothing`` (:class:`~ocokit.algorithms._smoothing_step.SmoothingStep`), built from the arguments below
+    except ``estimator="exact"``, which needs gradients.
 
     Source: Ye et al., Algorithm 1 lines 1-7 and the update after Theorem 1; the single-point variant of
     Sec. 5. The step uses the absolute index r (the loop counter t starts at ``2 - W``). Guarantee (Theorem 1, eq. 11):
@@ -197,25 +122,14 @@ class BanditOCOMemory(AbstractLearner):
         Limited Predictions", arXiv:2410.23574 (v1), 2024.
     """
 
-    eta: Array = hyperparameter()
-    delta: Array = hyperparameter()
-    x0: Array = hyperparameter(default=math.nan)
-    half_width: Array = hyperparameter(default=math.nan)
-    law: str = eqx.field(static=True, default="truncated_gaussian")
-    estimator: str = eqx.field(static=True, default="two_point")
-    init_perturb: str = eqx.field(static=True, default="unary")
-    eta_decay: str = eqx.field(static=True, default="inverse_t")
-    normalize_by_variance: bool = eqx.field(static=True, default=False)
+    smoothing: SmoothingStep
     feedback: ClassVar[FeedbackKind] = ZEROTH_ORDER
 
+    def __init__(self, eta: Any, delta: Any, **smoothing: Any):
+        self.smoothing = SmoothingStep(eta=eta, delta=delta, **smoothing)  # x0, half_width, law, estimator, ...
+
     def __check_init__(self):
-        _checks.positive("eta", self.eta)
-        _checks.positive("delta", self.delta)
-        _check_half_width(self.half_width)
-        smoothing_law(self.law)
-        _checks.one_of("estimator", self.estimator, _ESTIMATORS)
-        _checks.one_of("init_perturb", self.init_perturb, _INIT_PERTURB)
-        _checks.one_of("eta_decay", self.eta_decay, _ETA_DECAYS)
+        _checks.one_of("estimator", self.smoothing.estimator, VALUE_ESTIMATORS)  # values only: no "exact"
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, **options: Any) -> BanditOCOMemory:
@@ -227,7 +141,7 @@ class BanditOCOMemory(AbstractLearner):
         return cls(eta=1.0 / mu, delta=1.0 / math.sqrt(info.horizon), **options)
 
     def init(self, info, key):
-        x0, half_width = _resolve(self, info)
+        x0, half_width = self.smoothing.resolve(info)
         return _BanditOCOMemoryState(
             window=jnp.broadcast_to(x0, (info.memory, *x0.shape)),
             t=jnp.asarray(1, jnp.int32),
@@ -242,21 +156,16 @@ class BanditOCOMemory(AbstractLearner):
 
     def update(self, state, x, feedback):
         del x  # the played point is the window's last entry
-        h = state.window.shape[0]
-        r = state.t
-        slots = _slots(r, h)
-
-        def value(ws):  # values at a stack of windows
-            return jax.vmap(lambda w: feedback.loss(w if h > 1 else w[0]))(ws)
-
-        g, calls = _init_gradient(self, value, state.window, slots, r, state.key, state.half_width)
-        x_next = state.domain.project(state.window[-1] - _eta(self, r) * g)
+        r, values = state.t, functools.partial(_window_values, feedback)
+        slots = _slots(r, state.window.shape[0])
+        g = self.smoothing.estimate(state.window, slots, r, state.key, state.half_width, values)
+        x_next = self.smoothing.step(state.domain, state.window[-1], g, r)
         return _BanditOCOMemoryState(
             window=jnp.concatenate([state.window[1:], x_next[None]], axis=0),
             t=r + 1,
             half_width=state.half_width,
             key=state.key,
-            oracle_calls=jnp.asarray(calls, jnp.int32),
+            oracle_calls=jnp.asarray(self.smoothing.queries, jnp.int32),
             domain=state.domain,
         )
 
@@ -279,10 +188,34 @@ class _OCOMLPState(eqx.Module):
     oracle_calls: Array  # prediction values queried by the last update
     lookahead: Array  # max k - now over the last update's queries (-1 if none)
     flagged: Array  # queries of the last update outside the oracle's window (answered nan)
-    domain: Any  # X, from the learner's info
+    domain: AbstractSet  # X, from the learner's info
+
+    def iterates(self, j: int | Array, slots: Array) -> Array:
+        """``x^j`` at the absolute indices ``slots``; history slots (index <= 0) are x0bar."""
+        M, shape = self.xs.shape[1], self.xs.shape[2:]
+        return jnp.where(_bcast(slots >= 1, shape), self.xs[j, slots % M], self.x0bar)
+
+    def within(self, k: Array) -> Array:
+        """Whether index k is in ``1..T`` (``l_k = 0`` outside: not queried; block k outside: not updated)."""
+        return (k >= 1) & (k <= self.horizon)
+
+    def reset(self) -> _OCOMLPState:
+        """The state with the per-update counters cleared."""
+        zero = jnp.zeros_like(self.oracle_calls)
+        return eqx.tree_at(lambda s: (s.oracle_calls, s.lookahead, s.flagged), self, (zero, zero - 1, zero))
+
+    def account(self, k: Array, oracle: Predictions, points: int) -> _OCOMLPState:
+        """The counters after ``points`` queries of round k (none outside ``1..T``)."""
+        used = self.within(k)
+        counters = (
+            self.oracle_calls + jnp.where(used, points, 0),
+            jnp.maximum(self.lookahead, jnp.where(used, k - oracle.now, -1)),
+            self.flagged + (used & ~oracle.available(k)).astype(self.flagged.dtype),
+        )
+        return eqx.tree_at(lambda s: (s.oracle_calls, s.lookahead, s.flagged), self, counters)
 
 
-class OCOMemoryLimitedPredictions(AbstractLearner):
+class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
     """Algorithm 1 of paper 002, "OCO with Memory and Limited Predictions" (bandit OCO + pipelined ZO-PGD).
 
     At iteration t (Algorithm 1's loop, t = 2 - W, ..., T; iteration t + 1 runs after round t is played):
@@ -303,7 +236,8 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
         queried once and reused for the h blocks it serves; the learner plays ``x_t = x^K_t``.
 
     With exact gradients in place of the estimates, the layers are exactly K steps of projected gradient
-    descent on ``C_T`` from ``x^0`` (tested to 1e-10).
+    descent on ``C_T`` from ``x^0`` (tested to 1e-10). Step (a) and the law and estimator of (b) are the part
+    ``smoothing`` (:class:`~ocokit.algorithms._smoothing_step.SmoothingStep`), built from the arguments below.
 
     Source: Ye et al., Algorithm 1 (lines 1-23), the vector view of Sec. 3 and the single-point variants of
     Sec. 5, with the paper's typos fixed: lines 4, 13 and 20 set both query points to ``x + delta u`` (read
@@ -357,32 +291,26 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
         predictions and switching costs: fast algorithms and the fundamental limit", IEEE TAC, 2021.
     """
 
-    window: int = eqx.field(static=True)
-    eta: Array = hyperparameter()
-    alpha: Array = hyperparameter()
-    delta: Array = hyperparameter()
-    delta_prime: Array = hyperparameter()
-    x0: Array = hyperparameter(default=math.nan)
-    half_width: Array = hyperparameter(default=math.nan)
-    law: str = eqx.field(static=True, default="truncated_gaussian")
-    estimator: str = eqx.field(static=True, default="two_point")
-    init_perturb: str = eqx.field(static=True, default="unary")
+    window: int = _checks.checked_field(_checks.positive_int, static=True)
+    alpha: Array = hyperparameter(_checks.positive)
+    delta_prime: Array = hyperparameter(_checks.positive)
+    smoothing: SmoothingStep
     strict_window: bool = eqx.field(static=True, default=False)
-    eta_decay: str = eqx.field(static=True, default="inverse_t")
-    normalize_by_variance: bool = eqx.field(static=True, default=False)
     feedback: ClassVar[FeedbackKind] = PREDICTIONS
 
-    def __check_init__(self):
-        _checks.positive_int("window", self.window)
-        _checks.positive("eta", self.eta)
-        _checks.positive("delta", self.delta)
-        _check_half_width(self.half_width)
-        smoothing_law(self.law)
-        _checks.one_of("estimator", self.estimator, _ALG1_ESTIMATORS)
-        _checks.one_of("init_perturb", self.init_perturb, _INIT_PERTURB)
-        _checks.one_of("eta_decay", self.eta_decay, _ETA_DECAYS)
-        _checks.positive("alpha", self.alpha)
-        _checks.positive("delta_prime", self.delta_prime)
+    def __init__(
+        self,
+        window: int,
+        eta: Any,
+        alpha: Any,
+        delta: Any,
+        delta_prime: Any,
+        *,
+        strict_window: bool = False,
+        **smoothing: Any,
+    ):
+        self.window, self.alpha, self.delta_prime, self.strict_window = window, alpha, delta_prime, strict_window
+        self.smoothing = SmoothingStep(eta=eta, delta=delta, **smoothing)  # x0, half_width, law, estimator, ...
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, window: int, *, delta_prime: float = 1e-4, **options: Any):
@@ -416,7 +344,7 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
         return self.lookahead // (memory - 1)
 
     def init(self, info, key):
-        x0, half_width = _resolve(self, info)
+        x0, half_width = self.smoothing.resolve(info)
         h, K = info.memory, self.layers(info.memory)
         M = self.window + 2 * h + 2  # ring length: every live index fits (Algorithm 1: s_j = t + (K-j-1)(h-1))
         return _OCOMLPState(
@@ -440,12 +368,11 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
     def prepare(self, state, feedback):
         """Iterations ``1 - W, ..., 1`` on the oracle of round 1 (produces ``x^K_1``)."""
         oracle = feedback.restrict(self.lookahead)
-        state = self._reset(state)
-        return jax.lax.fori_loop(0, self.window + 1, lambda _, s: self._iteration(s, oracle), state)
+        return jax.lax.fori_loop(0, self.window + 1, lambda _, s: self._iteration(s, oracle), state.reset())
 
     def update(self, state, x, feedback):
         del x
-        return self._iteration(self._reset(state), feedback.restrict(self.lookahead))
+        return self._iteration(state.reset(), feedback.restrict(self.lookahead))
 
     def diagnostics(self, state):
         return {
@@ -454,94 +381,55 @@ class OCOMemoryLimitedPredictions(AbstractLearner):
             "flagged_queries": state.flagged,
         }
 
-    @staticmethod
-    def _reset(state: _OCOMLPState) -> _OCOMLPState:
-        zero = jnp.zeros_like(state.oracle_calls)
-        return eqx.tree_at(lambda s: (s.oracle_calls, s.lookahead, s.flagged), state, (zero, zero - 1, zero))
-
-    def _iteration(self, state: _OCOMLPState, oracle: Any) -> _OCOMLPState:
+    # ------------------------------------------------------------------ the loop body
+    def _iteration(self, state: _OCOMLPState, oracle: Predictions) -> _OCOMLPState:
         """One pass of Algorithm 1's loop body (lines 3-23, typos fixed as in the class) at ``t = state.it``."""
-        xs, grads = state.xs, state.grads
-        K, M = xs.shape[0] - 1, xs.shape[1]
-        h, shape = grads.shape[2], xs.shape[2:]
-        t, T, x0bar = state.it, state.horizon, state.x0bar
-        project = state.domain.project
-        points = 1 if self.estimator in ("one_point", "exact") else 2
+        state = self._initialisation(state, oracle)
+        layers = state.grads.shape[0]
+        if layers > 0:  # K = 0 (strict one-round window): x^0 is played
+            variance = self.smoothing.variance(state.xs.shape[2:], state.half_width)  # once, outside the layers
+            layer = functools.partial(self._layer, oracle=oracle, variance=variance)
+            state = jax.lax.fori_loop(0, layers, layer, state)
+        return eqx.tree_at(lambda s: s.it, state, state.it + 1)
 
-        def read(xs, j, slots):
-            vals = xs[j, slots % M]
-            return jnp.where(_bcast(slots >= 1, shape), vals, x0bar)
+    def _initialisation(self, state: _OCOMLPState, oracle: Predictions) -> _OCOMLPState:
+        """(a), lines 3-7: ``x^0_{r+1} = Pi_X(x^0_r - eta_r g^0_r)`` from ``l_r``, r = t + W - 1 (g = 0 if r > T)."""
+        r = state.it + self.window - 1
+        slots = _slots(r, state.grads.shape[2])
+        w = state.iterates(0, slots)
+        values, gradient = functools.partial(oracle.predict, r), functools.partial(_gradient, oracle, r)
+        g = self.smoothing.estimate(w, slots, r, state.key, state.half_width, values, gradient)
+        g = jnp.where(state.within(r), g, 0.0)
+        x0_next = self.smoothing.step(state.domain, w[-1], g, r)
+        xs = state.xs.at[0, (r + 1) % state.xs.shape[1]].set(x0_next)
+        return eqx.tree_at(lambda s: s.xs, state, xs).account(r, oracle, self.smoothing.queries)
 
-        def account(stats, k):
-            calls, look, flagged = stats
-            used = (k >= 1) & (k <= T)  # l_k = 0 outside the horizon: not queried
-            return (
-                calls + jnp.where(used, points, 0),
-                jnp.maximum(look, jnp.where(used, k - oracle.now, -1)),
-                flagged + (used & ~oracle.available(k)).astype(flagged.dtype),
-            )
+    def _layer(self, j: Array, state: _OCOMLPState, oracle: Predictions, variance: Array) -> _OCOMLPState:
+        """(b) at layer j, lines 9-22: ``G^j_k`` for the new ``k = s + h - 1``, then block
+        ``s = t + (K - j - 1)(h - 1)``: ``x^{j+1}_s = Pi_X(x^j_s - alpha sum_{k=s}^{s+h-1} D^j_k u^j_s)``."""
+        K, M, h = state.grads.shape[:3]
+        s = state.it + (K - j - 1) * (h - 1)
+        k = s + h - 1
+        G = jnp.where(state.within(k), self._window_gradient(state, oracle, j, k, variance), 0.0)
+        grads = state.grads.at[j, k % M].set(G)
+        ks = s + jnp.arange(h)  # block s sits in slot h - 1 - m of window k = s + m
+        acc = jnp.sum(grads[j, ks % M, h - 1 - jnp.arange(h)], axis=0)
+        x_s = jnp.where(s >= 1, state.xs[j, s % M], state.x0bar)
+        stepped = state.domain.project(x_s - self.alpha * acc)
+        new = jnp.where(state.within(s), stepped, state.xs[j + 1, s % M])
+        xs = state.xs.at[j + 1, s % M].set(new)
+        return eqx.tree_at(lambda st: (st.xs, st.grads), state, (xs, grads)).account(k, oracle, self.smoothing.queries)
 
-        stats = (state.oracle_calls, state.lookahead, state.flagged)
-
-        # (a) initialisation phase: x^0_{r+1} from l_r, r = t + W - 1.
-        r = t + self.window - 1
-        slots = _slots(r, h)
-        w = read(xs, 0, slots)
-        if self.estimator == "exact":
-            grad_w = oracle.value_and_grad(r, w)[1]
-            mask = (slots == r) if self.init_perturb == "last" else (slots >= 1)
-            g = jnp.sum(jnp.where(_bcast(mask, shape), grad_w, 0.0), axis=0)
-        else:
-            g, _ = _init_gradient(self, lambda v: oracle.predict(r, v), w, slots, r, state.key, state.half_width)
-        g = jnp.where((r >= 1) & (r <= T), g, 0.0)
-        xs = xs.at[0, (r + 1) % M].set(project(w[-1] - _eta(self, r) * g))
-        stats = account(stats, r)
-
-        # (b) layers j = 0..K-1: D^j_k for the new k = s + h - 1, then the update of block s.
-        variance = direction_variance(self.law, shape, half_width=state.half_width)
-
-        def layer(j, carry):
-            xs, grads, stats = carry
-            s = t + (K - j - 1) * (h - 1)
-            k = s + h - 1
-            slots = _slots(k, h)
-            w = read(xs, j, slots)
-            if self.estimator == "exact":
-                G = oracle.value_and_grad(k, w)[1]
-            else:
-                stream = jax.random.fold_in(_stream(state.key, 2), j)
-                U = jax.vmap(lambda i: _direction(stream, i, shape, self.law, state.half_width))(slots)
-                U = jnp.where(_bcast(slots >= 1, shape), U, 0.0)  # the fixed history is not perturbed
-                dp = self.delta_prime
-                if self.estimator == "two_point":
-                    plus, minus = oracle.predict(k, jnp.stack([w + dp * U, w - dp * U]))
-                    G = two_point_quotient(plus, minus, dp) * U  # D^j_k u^j_i for every block i of the window
-                else:
-                    G = one_point_estimate(oracle.predict(k, (w + dp * U)[None])[0], U, dp)
-                if self.normalize_by_variance:
-                    G = G / variance
-            G = jnp.where((k >= 1) & (k <= T), G, 0.0)
-            grads = grads.at[j, k % M].set(G)
-            ks = s + jnp.arange(h)  # block s sits in slot h - 1 - m of window k = s + m
-            acc = jnp.sum(grads[j, ks % M, h - 1 - jnp.arange(h)], axis=0)
-            x_s = jnp.where(s >= 1, xs[j, s % M], x0bar)
-            old = xs[j + 1, s % M]
-            new = jnp.where((s >= 1) & (s <= T), project(x_s - self.alpha * acc), old)
-            return xs.at[j + 1, s % M].set(new), grads, account(stats, k)
-
-        if K > 0:  # K = 0 (strict one-round window): x^0 is played
-            xs, grads, stats = jax.lax.fori_loop(0, K, layer, (xs, grads, stats))
-        calls, look, flagged = stats
-        return _OCOMLPState(
-            xs=xs,
-            grads=grads,
-            it=t + 1,
-            x0bar=x0bar,
-            half_width=state.half_width,
-            horizon=T,
-            key=state.key,
-            oracle_calls=calls,
-            lookahead=look,
-            flagged=flagged,
-            domain=state.domain,
-        )
+    def _window_gradient(self, state: _OCOMLPState, oracle: Predictions, j: Array, k: Array, variance: Array) -> Array:
+        """``G^j_k = D^j_k u^j_{k-h+1:k}`` (lines 12-14): layer j's window of round k with every block of index
+        >= 1 perturbed by ``delta' u^j_i`` (the fixed history is not); ``grad l_k`` there if ``"exact"``."""
+        h, shape = state.grads.shape[2], state.xs.shape[2:]
+        slots = _slots(k, h)
+        w = state.iterates(j, slots)
+        if self.smoothing.estimator == "exact":
+            return _gradient(oracle, k, w)
+        stream = jax.random.fold_in(_stream(state.key, 2), j)
+        U = self.smoothing.directions(stream, slots, shape, state.half_width)
+        U = jnp.where(_bcast(slots >= 1, shape), U, 0.0)
+        values = functools.partial(oracle.predict, k)
+        return self.smoothing.difference(values, w, self.delta_prime * U, self.delta_prime, U, variance)
