@@ -164,3 +164,37 @@ def count_compiles(name: str) -> Iterator[CompileLog]:
             yield log
     finally:
         logger.removeHandler(log)
+
+
+class BoxLike(ocokit.sets.AbstractSet):
+    """A set of another class than :class:`~ocokit.sets.Box` that plays the box ``box`` by delegation: the base of
+    test sets that change one capability of a box (declaring its bounds, counting warm LMO calls)."""
+
+    box: ocokit.sets.Box
+
+    @property
+    def shape(self):
+        return self.box.shape
+
+    def lmo(self, direction):
+        return self.box.lmo(direction)
+
+    def project(self, x):
+        return self.box.project(x)
+
+    def contains(self, x, atol=1e-8):
+        return self.box.contains(x, atol)
+
+    @property
+    def diameter(self):
+        return self.box.diameter
+
+    @property
+    def inner_radius(self):
+        return self.box.inner_radius
+
+    def center(self):
+        return self.box.center()
+
+    def scaled(self, s):
+        return type(self)(self.box.scaled(s))

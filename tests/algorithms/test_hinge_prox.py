@@ -25,6 +25,8 @@ from ocokit.feedback import FullInformation
 from ocokit.problems import AbstractProblem
 from ocokit.sets import Box, L2Ball
 
+from ..helpers import BoxLike
+
 TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "tol_ktratio": 1e-10}
 LOOSER = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "tol_ktratio": 1e-8}
 
@@ -294,40 +296,11 @@ def test_solver_choice_errors_are_clear():
         solve_log_capacity(jnp.zeros(4), 1.0, jnp.zeros(4), jnp.ones(1), 1.0, 4.0, 4.0, L2Ball(4))
 
 
-class _DeclaredBox(ocokit.sets.AbstractSet):
+class _DeclaredBox(BoxLike):
     """A box that is not a :class:`Box`: a set of another class declaring ``box_bounds()`` (delegates to one)."""
-
-    box: Box
-
-    @property
-    def shape(self):
-        return self.box.shape
 
     def box_bounds(self):
         return self.box.box_bounds()
-
-    def lmo(self, direction):
-        return self.box.lmo(direction)
-
-    def project(self, x):
-        return self.box.project(x)
-
-    def contains(self, x, atol=1e-8):
-        return self.box.contains(x, atol)
-
-    @property
-    def diameter(self):
-        return self.box.diameter
-
-    @property
-    def inner_radius(self):
-        return self.box.inner_radius
-
-    def center(self):
-        return self.box.center()
-
-    def scaled(self, s):
-        return _DeclaredBox(self.box.scaled(s))
 
 
 def test_solvers_ask_the_set_for_its_box_not_its_class():

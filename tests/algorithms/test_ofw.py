@@ -18,6 +18,8 @@ from ocokit.feedback import FullInformation
 from ocokit.problems import CustomProblem, OnlineLinear, OnlineQuadratic, ProblemConstants
 from ocokit.sets import Box, L1Ball, L2Ball
 
+from ..helpers import BoxLike
+
 DIM = 4
 T_SMALL = 60
 
@@ -306,17 +308,8 @@ def test_lemma2_scofw_error_stays_below_the_constant_on_the_l2_ball():
 # Feasibility, warm-started LMO state, theory defaults, validation.
 
 
-class _CountingBox(ocokit.sets.AbstractSet):
+class _CountingBox(BoxLike):
     """A box whose warm-start LMO state counts calls (checks that learners carry the state)."""
-
-    box: Box
-
-    @property
-    def shape(self):
-        return self.box.shape
-
-    def lmo(self, direction):
-        return self.box.lmo(direction)
 
     def lmo_init(self):
         return jnp.asarray(0, jnp.int32)
@@ -326,26 +319,6 @@ class _CountingBox(ocokit.sets.AbstractSet):
 
     def lmo_calls(self, state):
         return state
-
-    def project(self, x):
-        return self.box.project(x)
-
-    def contains(self, x, atol=1e-8):
-        return self.box.contains(x, atol)
-
-    @property
-    def diameter(self):
-        return self.box.diameter
-
-    @property
-    def inner_radius(self):
-        return self.box.inner_radius
-
-    def center(self):
-        return self.box.center()
-
-    def scaled(self, s):
-        return _CountingBox(self.box.scaled(s))
 
 
 @pytest.mark.parametrize("learner", [OFW(eta=0.1), OFWLineSearch(eta=0.1), SCOFW(lam=1.0)])
