@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -143,9 +144,34 @@ class Checked(eqx.Module):
 
     def __check_init__(self):
         for field in dataclasses.fields(self):
+            if _declared_scalar(field):
+                scalar(field.name, getattr(self, field.name), type(self).__name__)
             check = field.metadata.get("check")
             if check is not None:
                 check(field.name, getattr(self, field.name))
+
+
+_SCALAR_ANNOTATION = re.compile(r"""(Float|Int|Real|Shaped|Num|Inexact|Integer|Bool)\[\s*Array\s*,\s*(""|'')\s*\]""")
+
+
+def _declared_scalar(field: dataclasses.Field) -> bool:
+    """Whether ``field`` is declared a scalar array (``Float[Array, ""]``; a string under postponed annotations)."""
+    if isinstance(field.type, str):
+        return _SCALAR_ANNOTATION.fullmatch(field.type.strip()) is not None
+    return getattr(field.type, "dim_str", None) == ""
+
+
+def scalar(name: str, value: Any, owner: str) -> None:
+    """``value`` is one number (shape ``()``), as ``owner``'s field ``name`` declares; traced values are skipped.
+
+    A list or an array of values is refused in one line, which says how a grid of values is run instead.
+    """
+    if isinstance(value, jax.core.Tracer) or np.ndim(value) == 0:
+        return
+    raise ValueError(
+        f"{name} must be one number, got shape {np.shape(value)} ({np.asarray(value).tolist()}); "
+        f"for a grid of values use ocokit.stack([{owner}({name}=v, ...) for v in values]) with batched_learner=True"
+    )
 
 
 def array_arg(owner: str, name: str, value: Any, shape: tuple[int, ...]) -> jax.Array:
@@ -162,6 +188,39 @@ def array_arg(owner: str, name: str, value: Any, shape: tuple[int, ...]) -> jax.
     if not (jnp.issubdtype(arr.dtype, jnp.floating) or jnp.issubdtype(arr.dtype, jnp.integer)):
         raise ValueError(f"{owner}: {name} must be a real (float or integer) array, got dtype {arr.dtype}")
     return arr
+
+
+def round_data_arrays(data: Any, name: str = "data") -> Any:
+    """Per-round data as a pytree of JAX arrays sharing a leading round axis of length >= 1 (one line naming the
+    first leaf that is not one: a scalar, a nested list of numbers, a length that differs from the others')."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(data)
+    if not leaves:
+        raise ValueError(f"{name} must be arrays whose leading axis indexes the rounds, got no array in {data!r}")
+    arrays, first = [], None
+    for path, leaf in leaves:
+        where = name + jax.tree_util.keystr(path)
+        arr = jnp.asarray(leaf)
+        if arr.ndim == 0 or arr.shape[0] == 0:
+            nested = isinstance(data, list | tuple) and all(np.ndim(v) == 0 for _, v in leaves)
+            hint = "; a nested list of numbers is one array: pass jnp.asarray(...)" if nested else ""
+            got = "a scalar" if arr.ndim == 0 else f"shape {arr.shape}"
+            raise ValueError(f"{where} must be an array with a leading round axis of length >= 1, got {got}{hint}")
+        if first is not None and arr.shape[0] != first[1]:
+            raise ValueError(f"{where} has {arr.shape[0]} rounds (leading axis) but {first[0]} has {first[1]}")
+        first = first or (where, arr.shape[0])
+        arrays.append(arr)
+    return jax.tree_util.tree_unflatten(treedef, arrays)
+
+
+def real_array_result(what: str, expected: str, result: Any) -> Any:
+    """``result`` (``jax.eval_shape`` of a user function) when it is one array of real values; else one line naming
+    ``what``: a list or tuple of values (give one array: ``jnp.array([...])``) or complex values."""
+    if not isinstance(result, jax.ShapeDtypeStruct):
+        kind = f"a {type(result).__name__} of {len(result)} values" if isinstance(result, list | tuple) else "a pytree"
+        raise ValueError(f"{what} must return one array, {expected}, got {kind}: build it with jnp.array([...])")
+    if jnp.issubdtype(result.dtype, jnp.complexfloating):  # the engine would keep only its real part, silently
+        raise ValueError(f"{what} must return real values, got dtype {result.dtype} (take jnp.real or jnp.abs of it)")
+    return result
 
 
 def memory_limit() -> int:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -41,6 +43,15 @@ _BAD_INPUT = (ValueError, OSError, FloatingPointError)
 
 class _OneLineErrors(typer.core.TyperGroup):
     """The command group: bad input prints one line ``error: ...`` and exits non-zero, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            result = super().invoke(ctx)
+            _CTRL_C.check()  # pressed during a command that then finished: still an interrupted command
+            return result
+        except KeyboardInterrupt:  # Ctrl-C: typer would exit 130 in silence; stored runs are kept
+            _error("interrupted")
+            raise SystemExit(130) from None
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -181,14 +192,23 @@ def _unsafe_cache(folder: Path) -> str | None:
     return None
 
 
-def _without_cache(folder: Path, err: Exception) -> None:
-    """Turn JAX's persistent cache off for the rest of this process after ``err``, saying so in one line."""
+def _without_cache(folder: Path, err: Exception, compute: Callable[[], Any]) -> Any:
+    """``compute()`` again with JAX's persistent cache off for the rest of the process, after it raised ``err``: one
+    warning line names the cache unless the retry raises ``err`` again (the command's own error, raised as it is)."""
     import jax
 
     jax.config.update("jax_compilation_cache_dir", None)
     jax.clear_caches()
-    reason = " ".join(str(err).split())[:200] or type(err).__name__
-    _warn(f"the compilation cache {folder} failed ({reason}); running again without it (`ocokit cache --clear`)")
+    reason = " ".join(f"{type(err).__name__}: {err}".split()).rstrip(":")[:200]
+    message = f"the compilation cache {folder} failed ({reason}); ran again without it (clear it: ocokit cache --clear)"
+    try:
+        result = compute()
+    except Exception as again:
+        if type(again) is not type(err) or str(again) != str(err):
+            _warn(message)
+        raise
+    _warn(message)
+    return result
 
 
 def _warn(message: str) -> None:
@@ -229,6 +249,7 @@ class _RichProgress:
         if label not in self.tasks:
             self.start(label, steps)
         self.bar.advance(self.tasks[label], steps)
+        _CTRL_C.check()  # the runs done so far are stored: a safe point to stop at
 
 
 def _parse_options(options: list[str]) -> dict[str, str]:
@@ -334,6 +355,9 @@ def run_experiment(
     executor: Annotated[str, typer.Option("--executor", help="where runs are computed: local or ray")] = "local",
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster: auto or ray://host:port")] = None,
     max_workers: Annotated[int | None, typer.Option("--max-workers", help="at most N units at once (ray)")] = None,
+    connect_timeout: Annotated[
+        float | None, typer.Option("--connect-timeout", help="seconds to wait for --address to answer (ray; 30)")
+    ] = None,
     reuse_across_versions: Annotated[
         bool, typer.Option("--reuse-across-versions", help="reuse runs stored by other ocokit/jax/equinox versions")
     ] = False,
@@ -355,7 +379,7 @@ def run_experiment(
     from ocokit.results import check_writable_folder
 
     check_writable_folder(out, "--out")  # before computing: a file, a read-only folder fail now, in one line
-    runner = _executor(executor, address, max_workers)
+    runner = _executor(executor, address, max_workers, connect_timeout)
     status = status_console if as_json else console
     header = f"[bold]{escape(name)}[/bold] ({exp.paper}): T = {T}, seeds = {seeds}, out = {escape(str(out))}"
     status.print(header, soft_wrap=True)
@@ -375,8 +399,7 @@ def run_experiment(
         except Exception as err:  # a damaged cache entry fails in JAX: once more without the cache
             if cache is None:
                 raise
-            _without_cache(cache, err)
-            report = compute()
+            report = _without_cache(cache, err, compute)
     except executors.UnitError as err:  # a unit failed on a worker: one line; the finished runs are stored
         console.print(f"[red]error:[/red] {escape(str(err))}")
         raise SystemExit(2) from None
@@ -426,10 +449,10 @@ def _progress_bar(target: Console) -> Progress:
     return Progress(*columns, console=target, transient=False)
 
 
-def _executor(name: str, address: str | None, max_workers: int | None) -> executors.AbstractExecutor:
-    """The executor of ``--executor/--address/--max-workers``; without Ray installed, one line and exit 2."""
+def _executor(name: str, address: str | None, workers: int | None, timeout: float | None) -> executors.AbstractExecutor:
+    """The executor of ``--executor/--address/--max-workers/--connect-timeout``; without Ray, one line and exit 2."""
     try:
-        return executors.get(name, address=address, max_workers=max_workers)
+        return executors.get(name, address=address, max_workers=workers, connect_timeout=timeout)
     except ImportError as err:
         console.print(f"[red]error:[/red] {escape(str(err))}")
         raise SystemExit(2) from None
@@ -499,7 +522,14 @@ def _read_summary(out: Path) -> dict:
     path = Path(out) / "summary.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found; run `ocokit run NAME --out {out}` first")
-    summary = json.loads(path.read_text(encoding="utf-8"))
+    text = path.read_bytes()
+    if not text.strip():
+        raise ValueError(f"{path} is empty; run `ocokit run NAME --out {out}` again to write it")
+    try:
+        summary = json.loads(text)
+    except ValueError as err:  # not JSON, or not UTF-8
+        reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
+        raise ValueError(f"{path} is not valid JSON ({reason}); run `ocokit run NAME --out {out}` again") from None
     fields = {"experiment": str, "algorithms": dict, "T": int, "seeds": int, "options": dict}
     if not isinstance(summary, dict) or not all(isinstance(summary.get(k), t) for k, t in fields.items()):
         raise ValueError(f"{path} is not a summary of `ocokit run` (it needs the fields {', '.join(fields)})")
@@ -508,22 +538,46 @@ def _read_summary(out: Path) -> dict:
 
 def main() -> None:
     """The ``ocokit`` command in this process (:func:`script` is the console script); errors print one line and
-    exit non-zero (``SystemExit``), warnings one line each on stderr."""
+    exit non-zero (``SystemExit``), warnings one line each on stderr, Ctrl-C one line and exit status 130."""
     import warnings
 
     shown = warnings.showwarning
     warnings.showwarning = lambda message, category, *rest, **kw: _warn(f"{category.__name__}: {message}")
+    interrupt = signal.signal(signal.SIGINT, _CTRL_C)
     try:
         app()
     finally:
         warnings.showwarning = shown
+        signal.signal(signal.SIGINT, interrupt)
+
+
+class _CtrlC:
+    """Ctrl-C during a command: the first press stops it at the next safe point (once the runs in progress are
+    stored), the second at once. XLA compiles in its own threads: stopping the process in the middle of a
+    compilation crashes it (SIGSEGV) as the interpreter exits under that thread."""
+
+    pressed = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        type(self).pressed = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the second press: KeyboardInterrupt at once
+        _warn("Ctrl-C: stopping once the runs in progress are stored (press it again to stop at once)")
+
+    @classmethod
+    def check(cls) -> None:
+        if cls.pressed:
+            cls.pressed = False
+            raise KeyboardInterrupt
+
+
+_CTRL_C = _CtrlC()
 
 
 def script() -> None:
     """Entry point of the ``ocokit`` console script and of ``python -m ocokit.cli``."""
     try:
         main()
-    except KeyboardInterrupt:  # Ctrl-C before the command group took over (importing it)
+    except KeyboardInterrupt:  # Ctrl-C before the command group took over (while importing it)
         _error("interrupted")
         sys.exit(130)
 

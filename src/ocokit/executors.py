@@ -13,7 +13,15 @@ files and resume each other.
   retried, and ends the map with a one-line :class:`UnitError` naming the unit, after every unit that did
   finish has been yielded (so the caller stored it).
 
-The Ray executor needs the optional ``ray`` extra (``pip install "ocokit[ray]"``) and imports it lazily.
+The Ray executor needs the optional ``ray`` extra (``pip install "ocokit[ray]"``: Ray with its client, which
+``ray://`` addresses need) and imports it lazily. A cluster that does not answer at its address fails within
+``connect_timeout`` seconds (30), in one line naming the address, instead of Ray's minutes of retries.
+
+A driver killed with SIGKILL takes the Ray it started down with it: Ray ties its GCS server, raylet, workers,
+monitors and dashboard to the driver's life (gone within 2 s). Ray's two agents (``ray::DashboardAgent`` and
+``ray::RuntimeEnvAgent``) notice their raylet's death within 2 s but then report it to the GCS, dead too, with a fixed
+60 s RPC timeout (Ray 2.60); on Linux a small watcher process the executor starts with its Ray ends them 3 s after
+the driver is gone (only processes of that Ray, known by pid and start time).
 
 References: P. Moritz et al., "Ray: A Distributed Framework for Emerging AI Applications", OSDI 2018
 (tasks, lineage-based re-execution of failed tasks).
@@ -22,13 +30,23 @@ References: P. Moritz et al., "Ray: A Distributed Framework for Emerging AI Appl
 from __future__ import annotations
 
 import abc
+import contextlib
 import importlib.util
+import math
+import os
+import socket
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 RAY_MISSING = 'the Ray executor needs the ray extra: pip install "ocokit[ray]"'
 """The one-line message raised when :class:`Ray` is constructed without Ray installed."""
+RAY_CLIENT_MISSING = 'a ray:// address needs Ray Client (grpcio): pip install "ocokit[ray]", or "ray[client]"'
+"""The one-line message raised when :class:`Ray` is given a ``ray://`` address without Ray Client installed."""
+CONNECT_TIMEOUT = 30.0
+"""Seconds :class:`Ray` waits, by default, for the cluster at its address to answer."""
 
 NAMES = ("local", "ray")
 """The executor names accepted by :func:`get` (and by ``ocokit run --executor``)."""
@@ -124,8 +142,11 @@ class Ray(AbstractExecutor):
         runtime_env: extra Ray runtime environment for the tasks (``pip``, ``py_modules``, ``env_vars``...),
             merged with the thread-pinning variables.
         init_kwargs: extra arguments for ``ray.init`` (``num_cpus``, ``object_store_memory``...).
+        connect_timeout: seconds to wait for the cluster at ``address`` (or ``$RAY_ADDRESS``) to accept a
+            connection before failing with ``ConnectionError`` naming the address (``None``: 30).
 
-    Raises ``ImportError`` (one line: how to install the extra) when Ray is not installed.
+    Raises ``ImportError`` (one line: how to install the extra) when Ray, or for ``ray://`` Ray Client, is not
+    installed.
 
     References: P. Moritz et al., "Ray: A Distributed Framework for Emerging AI Applications", OSDI 2018.
     """
@@ -139,6 +160,7 @@ class Ray(AbstractExecutor):
         num_gpus_per_task: float | None = None,
         runtime_env: dict[str, Any] | None = None,
         init_kwargs: dict[str, Any] | None = None,
+        connect_timeout: float | None = None,
     ):
         try:
             import ray
@@ -146,6 +168,12 @@ class Ray(AbstractExecutor):
             raise ImportError(RAY_MISSING) from None
         if address is not None and (not isinstance(address, str) or not address):
             raise ValueError(f"address must be None, 'auto' or 'ray://host:port', got {address!r}")
+        if address is not None and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+            raise ImportError(RAY_CLIENT_MISSING)
+        connect_timeout = CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+        number = isinstance(connect_timeout, int | float) and not isinstance(connect_timeout, bool)
+        if not number or not (math.isfinite(connect_timeout) and connect_timeout > 0):
+            raise ValueError(f"connect_timeout must be a number of seconds > 0, got {connect_timeout!r}")
         if max_workers is not None and (isinstance(max_workers, bool) or not isinstance(max_workers, int)):
             raise ValueError(f"max_workers must be None or an integer >= 1, got {max_workers!r}")
         if max_workers is not None and max_workers < 1:
@@ -160,7 +188,8 @@ class Ray(AbstractExecutor):
         self.address, self.max_workers, self.max_retries = address, max_workers, max_retries
         self.num_cpus_per_task, self.num_gpus_per_task = num_cpus_per_task, num_gpus_per_task
         self.runtime_env, self.init_kwargs = dict(runtime_env or {}), dict(init_kwargs or {})
-        self._started = False
+        self.connect_timeout = float(connect_timeout)
+        self._started, self._reaper = False, None
 
     def __repr__(self) -> str:
         return f"Ray(address={self.address!r}, max_workers={self.max_workers}, max_retries={self.max_retries})"
@@ -170,20 +199,26 @@ class Ray(AbstractExecutor):
         if ray.is_initialized():
             return
         kwargs = {"include_dashboard": False, **self.init_kwargs}
+        _check_reachable(self.address, self.connect_timeout)
         if self.address is not None:
             kwargs["address"] = self.address
             kwargs.pop("include_dashboard")
+        before = _Reaper.children()
         with warnings.catch_warnings():
             # ray.init starts its processes with fork+exec, which JAX's at-fork hook cannot tell from a bare fork.
             warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
             ray.init(**kwargs)
         self._started = True
+        self._reaper = _Reaper(_Reaper.children() - before)  # the processes ray.init started here, if any
 
     def close(self) -> None:
         """Shut down the Ray this executor started (a cluster it joined is left running)."""
         if self._started and self._ray.is_initialized():
             self._ray.shutdown()
         self._started = False
+        if self._reaper is not None:
+            self._reaper.stop()
+            self._reaper = None
 
     def __enter__(self) -> Ray:
         return self
@@ -230,6 +265,8 @@ class Ray(AbstractExecutor):
 
         ray = self._ray
         self._connect()
+        if self._reaper is not None:
+            self._reaper.watch()  # the workers Ray started since
         options = _JAX_OPTIONS + (_JAX_LOCAL_OPTIONS if self.address is None else ())
         config = {name: getattr(jax.config, name) for name in options}
         payload = ray.put(cloudpickle.dumps(fn))
@@ -263,6 +300,95 @@ class Ray(AbstractExecutor):
 _DONE = object()
 
 
+_REAPER = """
+import os, signal, sys, time
+family = set(sys.stdin.buffer.read().split())  # pid:start-time of Ray's processes, until the driver is gone
+time.sleep(3)  # Ray's own fate sharing first
+for entry in family:
+    try:
+        pid, start = entry.split(b":")
+        with open(b"/proc/" + pid + b"/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[19] == start:
+                os.kill(int(pid), signal.SIGKILL)
+    except (OSError, IndexError, ValueError):
+        pass
+"""
+
+
+class _Reaper:
+    """A watcher of the Ray this driver started (Linux): once the driver is gone, even killed with SIGKILL, it ends
+    the processes of that Ray which outlive it (its agents, which otherwise wait 60 s on the dead GCS), and only
+    those: the trees of the processes ``ray.init`` started, each known by its pid and start time."""
+
+    _running: ClassVar[list[subprocess.Popen]] = []  # referenced until they end (no warning about a live child)
+
+    def __init__(self, roots: set[tuple[int, str]]):
+        self.roots, self.proc = roots, None
+        if roots:
+            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+            self.proc = subprocess.Popen([sys.executable, "-c", _REAPER], stdin=subprocess.PIPE, **quiet)
+            self._running.append(self.proc)
+            self.watch()
+
+    @staticmethod
+    def _table() -> dict[int, tuple[int, str]]:
+        """Every process: pid -> (parent pid, start time), from /proc (empty elsewhere)."""
+        table = {}
+        for entry in os.scandir("/proc") if os.path.isdir("/proc/self") else ():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                table[int(entry.name)] = (int(fields[1]), fields[19].decode())
+            except (OSError, ValueError, IndexError):
+                continue
+        return table
+
+    @classmethod
+    def children(cls) -> set[tuple[int, str]]:
+        return {(pid, start) for pid, (parent, start) in cls._table().items() if parent == os.getpid()}
+
+    def watch(self) -> None:
+        """Tell the watcher every process now in the trees of the roots."""
+        if self.proc is None:
+            return
+        table = self._table()
+        family = {pid for pid, (_, start) in table.items() if (pid, start) in self.roots}
+        while more := {pid for pid, (parent, _) in table.items() if parent in family} - family:
+            family |= more
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.write(" ".join(f"{pid}:{table[pid][1]}" for pid in family).encode() + b" ")
+            self.proc.stdin.flush()
+
+    def stop(self) -> None:
+        """Ray was shut down: the watcher ends what is left of it in 3 s, then exits (kept referenced till then)."""
+        if self.proc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.close()
+
+
+def _check_reachable(address: str | None, timeout: float) -> None:
+    """Raise ``ConnectionError`` (one line naming the address) unless the cluster's ``host:port`` accepts a TCP
+    connection within ``timeout`` seconds: ``ray.init`` would retry an unreachable address for minutes.
+
+    ``address`` is ``host:port``, ``ray://host:port``, ``auto`` or ``None`` (``$RAY_ADDRESS`` if set); ``auto``
+    (the cluster ``ray start`` recorded on this node; Ray fails at once when there is none) and a Ray started here
+    have nothing to check.
+    """
+    given = address if address is not None else os.environ.get("RAY_ADDRESS")
+    if not given or given in ("auto", "local"):
+        return
+    host, sep, port = given.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return  # not host:port: Ray names what is wrong with it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as err:
+        why = f"no answer within {timeout:g} s" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+        raise ConnectionError(
+            f"cannot reach the Ray cluster at {given}: {why.lower()}; start it (ray start --head) or fix the address"
+        ) from None
+
+
 def _run_unit(payload: bytes, unit: Any, config: dict[str, Any]) -> Any:
     """A Ray task: copy the driver's JAX options, then unpickle the function (its arrays) and call it."""
     import cloudpickle
@@ -290,10 +416,13 @@ def _unit_error(ray: Any, unit: Any, err: Exception, retries: int) -> UnitError:
     return UnitError(unit, first, cause)
 
 
-def get(name: str, address: str | None = None, max_workers: int | None = None) -> AbstractExecutor:
+def get(
+    name: str, address: str | None = None, max_workers: int | None = None, connect_timeout: float | None = None
+) -> AbstractExecutor:
     """The executor called ``name`` (``local`` or ``ray``), as ``ocokit run --executor`` builds it.
 
-    ``address`` and ``max_workers`` apply to ``ray`` only; given with ``local`` they raise ``ValueError``.
+    ``address``, ``max_workers`` and ``connect_timeout`` apply to ``ray`` only; given with ``local`` they raise
+    ``ValueError``.
     """
     if name not in NAMES:
         raise ValueError(f"--executor must be one of {list(NAMES)}, got {name!r}")
@@ -302,5 +431,9 @@ def get(name: str, address: str | None = None, max_workers: int | None = None) -
     if name == "local":
         if address is not None or max_workers is not None:
             raise ValueError("--address and --max-workers need --executor ray")
+        if connect_timeout is not None:
+            raise ValueError("--connect-timeout needs --executor ray")
         return Local()
-    return Ray(address=address, max_workers=max_workers)
+    if connect_timeout is not None and not 0 < connect_timeout < math.inf:  # --connect-timeout is a float
+        raise ValueError(f"--connect-timeout must be a number of seconds > 0, got {connect_timeout}")
+    return Ray(address=address, max_workers=max_workers, connect_timeout=connect_timeout)

@@ -362,6 +362,15 @@ class Experiment:
         raw, out, progress, executor = dict(options or {}), Path(out), progress or Progress(), executor or Local()
         opts, reuse = self.parse_options(raw), reuse_across_versions
         check_writable_folder(out, "out")
+        try:  # one experiment per folder: its summary.json and figures would replace another's
+            owner = json.loads((out / "summary.json").read_bytes()).get("experiment")
+        except (OSError, ValueError, AttributeError):  # none yet, or unreadable: this run writes a new one
+            owner = None
+        if isinstance(owner, str) and owner != self.name:
+            raise ValueError(
+                f"{out} holds the results of experiment {owner!r} ({out / 'summary.json'}); give {self.name!r} "
+                "another output folder (--out)"
+            )
         ctx = Context(self, T, seeds, out, data_dir, opts, raw, progress, compute, executor, reuse)
         outcome = self.study(self, ctx)
         figure = self._draw_all(outcome, out)

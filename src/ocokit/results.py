@@ -29,6 +29,7 @@ another run's file copied or moved there); either way it counts the run as missi
 
 from __future__ import annotations
 
+import errno
 import json
 import numbers
 import os
@@ -172,8 +173,10 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk: name the file
+            raise OSError(err.errno, os.strerror(err.errno), str(path)) from None
         raise
 
 

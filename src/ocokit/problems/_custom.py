@@ -70,22 +70,20 @@ class CustomProblem(AbstractProblem):
         if not callable(loss) or (constraints is not None and not callable(constraints)):
             raise ValueError("loss and constraints must be callables (data, x) -> value")
         if data is not None:
-            data = jax.tree.map(jnp.asarray, data)
-            lengths = {leaf.shape[0] if leaf.ndim else 0 for leaf in jax.tree.leaves(data)}
-            if len(lengths) != 1 or 0 in lengths:
-                raise ValueError(f"data leaves must share a leading round axis of length >= 1, got {sorted(lengths)}")
+            data = _checks.round_data_arrays(data)
         self.domain, self.loss_fn, self.constraints_fn = domain, loss, constraints
         self.sampler, self.data = sampler, data
         self.known_constants = constants if constants is not None else ProblemConstants()
         example = self._example_data()
         x0 = domain.center()
-        value = jax.eval_shape(loss, example, x0)
+        value = _checks.real_array_result("loss(data, x)", "a scalar", jax.eval_shape(loss, example, x0))
         if value.shape != ():
             raise ValueError(f"loss(data, x) must return a scalar, got shape {value.shape}")
         if constraints is None:
             self.n_constraints = 0
         else:
-            shape = jax.eval_shape(constraints, example, x0).shape
+            result = jax.eval_shape(constraints, example, x0)
+            shape = _checks.real_array_result("constraints(data, x)", "a vector (N,)", result).shape
             if len(shape) > 1:
                 raise ValueError(f"constraints(data, x) must return a vector (N,), got shape {shape}")
             self.n_constraints = int(np.prod(shape)) if shape else 1
