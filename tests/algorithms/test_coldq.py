@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms import COLDQ, OGD, COLDQExpert, ProblemInfo
-from ocokit.algorithms._hinge_prox import resolve_solver
+from ocokit.algorithms._hinge_prox import DeclaredSolver, LogCapacitySolver
 from ocokit.engine import split_key
 from ocokit.problems import CustomProblem, TimeVaryingRegression
 from ocokit.sets import Box
@@ -150,8 +150,8 @@ def test_theory_and_paper_parameters():
     for horizon, M in ((1000, 5), (2880, 6), (5000, 7)):
         expert = COLDQExpert.from_theory(ProblemInfo.of(_REGRESSION, horizon))
         assert expert.num_experts == M
-        assert float(expert.eta) == pytest.approx(horizon**-1.5)
-        assert float(expert.gamma) == pytest.approx(0.5 * horizon**1.5)
+        assert float(expert.expert.eta) == pytest.approx(horizon**-1.5)
+        assert float(expert.expert.gamma) == pytest.approx(0.5 * horizon**1.5)
         assert float(expert.kappa) == pytest.approx(horizon**-0.5)
         assert float(expert.prior().sum()) == pytest.approx(1.0, abs=1e-14)
 
@@ -220,7 +220,7 @@ def test_coldq_expert_with_one_expert_is_coldq():
 
 def test_coldq_on_job_scheduling_uses_the_log_capacity_solver():
     problem = ocokit.problems.JobScheduling.synthetic(num_slots=288)
-    assert resolve_solver(problem.constraint_structure, problem.domain, "auto") == "log_capacity"
+    assert DeclaredSolver().resolve(problem.constraint_structure, problem.domain) == LogCapacitySolver()
     learner = COLDQ.from_paper(ProblemInfo.of(problem, 60), table=6)
     session = ocokit.Session(learner, problem, horizon=60, key=0)  # steps without the comparators' compile
     env_key = split_key(session.key)[0]

@@ -13,10 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ocokit
+from ocokit.algorithms._dual_newton import UNROLL
 from ocokit.algorithms._hinge_prox import (
-    _UNROLL,
+    SOLVERS,
+    AffineSolver,
+    DeclaredSolver,
+    LogCapacitySolver,
+    SmoothSolver,
+    as_solver,
     hinge_prox_step,
-    resolve_solver,
     solve_affine,
     solve_log_capacity,
     solve_smooth,
@@ -57,7 +62,7 @@ def _affine_instance(rng, p=10, N=2):
 _affine_box = jax.jit(lambda c, a, z, w, A, b: solve_affine(c, a, z, w, A, b, Box(0.0, 5.0, dim=10)))
 
 
-@pytest.mark.parametrize("N", [2, _UNROLL + 3])  # sums written out term by term, and as products
+@pytest.mark.parametrize("N", [2, UNROLL + 3])  # sums written out term by term, and as products
 def test_affine_over_a_box_matches_clarabel(N):
     rng = np.random.default_rng(0)
     for _ in range(25):
@@ -262,7 +267,7 @@ class _DeclaredAffine(AbstractProblem):
 def test_auto_dispatch_uses_declared_structure_and_agrees_with_the_jacobian_reading():
     problem = _DeclaredAffine(Box(0.0, 5.0, dim=4))
     data = problem.round_data(None, jax.random.PRNGKey(0), 1)
-    assert resolve_solver(problem.constraint_structure, problem.domain, "auto") == "affine"
+    assert DeclaredSolver().resolve(problem.constraint_structure, problem.domain) == AffineSolver()
     undeclared = ocokit.problems.CustomProblem(
         domain=Box(0.0, 5.0, dim=4),
         loss=lambda d, x: jnp.sum(x**2),
@@ -270,26 +275,38 @@ def test_auto_dispatch_uses_declared_structure_and_agrees_with_the_jacobian_read
         data=jax.tree.map(lambda a: a[None], data),
         constraint_structure="general",
     )
-    assert resolve_solver(undeclared.constraint_structure, undeclared.domain, "auto") == "smooth"
+    assert DeclaredSolver().resolve(undeclared.constraint_structure, undeclared.domain) == SmoothSolver()
     args = (jnp.full(4, -3.0), 1.0, jnp.full(4, 2.0), jnp.array([50.0, 50.0]))
     step = eqx.filter_jit(hinge_prox_step)
-    declared = step(FullInformation(problem, data), problem.domain, *args, solver="auto").x
+    declared = step(FullInformation(problem, data), problem.domain, *args, solver=DeclaredSolver()).x
     # A, b read off the Jacobian of g
-    by_jacobian = step(FullInformation(undeclared, data), undeclared.domain, *args, solver="affine").x
+    by_jacobian = step(FullInformation(undeclared, data), undeclared.domain, *args, solver=AffineSolver()).x
     np.testing.assert_allclose(declared, by_jacobian, atol=1e-14)
     assert not np.allclose(declared, np.clip(2.0 + 3.0 / 2.0, 0, 5))  # the hinges are active
+
+
+def test_solver_names_map_to_one_type_per_kind():
+    assert {name: type(as_solver(name)) for name in SOLVERS} == {
+        "auto": DeclaredSolver,
+        "affine": AffineSolver,
+        "log_capacity": LogCapacitySolver,
+        "smooth": SmoothSolver,
+    }
+    assert as_solver(SmoothSolver()) == SmoothSolver()
+    by_name, by_type = (ocokit.algorithms.COLDQ(0.1, 1.0, solver=s).prox.solver for s in ("smooth", SmoothSolver()))
+    assert by_name == by_type == SmoothSolver()
 
 
 def test_solver_choice_errors_are_clear():
     regression = ocokit.problems.TimeVaryingRegression()
     with pytest.raises(ValueError, match="solver must be one of"):
-        resolve_solver(regression.constraint_structure, regression.domain, "cvxpy")
+        as_solver("cvxpy")
     with pytest.raises(ValueError, match="log_capacity_constraint"):
-        resolve_solver(regression.constraint_structure, regression.domain, "log_capacity")
+        LogCapacitySolver().resolve(regression.constraint_structure, regression.domain)
     ball = eqx.tree_at(lambda p: p.domain, _DeclaredAffine(Box(0.0, 1.0, dim=4)), L2Ball(4))
     with pytest.raises(ValueError, match="needs a box domain"):
-        resolve_solver(ball.constraint_structure, ball.domain, "smooth")
-    assert resolve_solver(ball.constraint_structure, ball.domain, "auto") == "affine"
+        SmoothSolver().resolve(ball.constraint_structure, ball.domain)
+    assert DeclaredSolver().resolve(ball.constraint_structure, ball.domain) == AffineSolver()
     with pytest.raises(ValueError, match="needs a box domain"):
         solve_smooth(jnp.zeros(4), 1.0, jnp.zeros(4), jnp.ones(1), lambda x: x[:1], L2Ball(4))
     with pytest.raises(ValueError, match="needs a box domain"):
@@ -309,7 +326,7 @@ def test_solvers_ask_the_set_for_its_box_not_its_class():
     box = Box(jnp.array([0.0, 0.0, 0.5, 0.0]), jnp.array([5.0, 2.0, 3.0, 1.0]))  # lower > -1/r for log_capacity
     declared = _DeclaredBox(box)
     problem = _DeclaredAffine(box)
-    assert resolve_solver(problem.constraint_structure, declared, "smooth") == "smooth"
+    assert SmoothSolver().resolve(problem.constraint_structure, declared) == SmoothSolver()
     rng = np.random.default_rng(11)
     c, z = jnp.asarray(rng.normal(size=4) * 10), jnp.asarray(rng.uniform(0, 1, 4))
     A, b, w = jnp.asarray(rng.uniform(0, 1, (2, 4))), jnp.asarray(rng.uniform(0, 0.5, 2)), jnp.array([50.0, 80.0])

@@ -414,16 +414,16 @@ def test_lpm_without_constraints_is_loo_bogd():
 def test_from_theory_follows_theorems_9_and_11():
     info = ProblemInfo.of(tiny_problem(ProblemConstants(2.0, 3.0, 4.0, 5.0)), 10_000)
     lrn = LOOBOGD.from_theory(info, radius=2.0)
-    assert np.isclose(lrn.eta, 2.0 / 2.0 * 10_000**-0.75)
-    assert np.isclose(lrn.eps, 60 * 4 / 100) and int(lrn.block_size) == 500 and lrn.pipelined
+    assert np.isclose(lrn.chain.eta, 2.0 / 2.0 * 10_000**-0.75)
+    assert np.isclose(lrn.eps, 60 * 4 / 100) and int(lrn.chain.block_size) == 500 and lrn.chain.pipelined
     bb = LOOBBGD.from_theory(info, radius=2.0, c=0.5)
-    assert np.isclose(bb.eta, 2.0 / math.sqrt(9.0) * 10_000**-0.75)
-    assert np.isclose(bb.delta, 0.05) and int(bb.block_size) == min(10_000, 6 * 9 * 100)
+    assert np.isclose(bb.chain.eta, 2.0 / math.sqrt(9.0) * 10_000**-0.75)
+    assert np.isclose(bb.delta, 0.05) and int(bb.chain.block_size) == min(10_000, 6 * 9 * 100)
     assert LOOBBGD.from_theory(info).delta == pytest.approx(0.5)  # capped at r / 2
     lpm = LPM.from_theory(info, radius=2.0)
-    assert np.isclose(lpm.mu, lpm.eta) and np.isclose(lpm.dual_reg, 4 * 5.0**2)
+    assert np.isclose(lpm.dual.mu, lpm.chain.eta) and np.isclose(lpm.dual.dual_reg, 4 * 5.0**2)
     q = LPM.from_theory(info, radius=2.0, dual_rule="dpp_queue")
-    assert np.isclose(q.V, 1 / lpm.eta) and np.isclose(q.eta, lpm.eta**2)
+    assert np.isclose(q.dual.V, 1 / lpm.chain.eta) and np.isclose(q.chain.eta, lpm.chain.eta**2)
     with pytest.raises(ValueError, match="grad_bound"):
         LOOBOGD.from_theory(ProblemInfo.of(tiny_problem(), 100))
 

@@ -239,7 +239,8 @@ def test_algorithm_1_matches_the_reference_on_a_box_from_a_given_start():
 def _reference_with(learner, domain, grad_f, g, A, T, x0):
     """The reference loop with the learner's own (gamma, eta), for parameters not of the M-form."""
     gamma, eta = float(learner.gamma), float(learner.eta)
-    Lf, Lg, G, H = (float(v) for v in (learner.L_f, learner.L_g, learner.G, learner.H))
+    k = learner.constants
+    Lf, Lg, G, H = (float(v) for v in (k.L_f, k.L_g, k.G, k.H))
     x_prev, x_tilde, grad_prev = x0.copy(), x0.copy(), np.zeros_like(x0)
     Q, alpha, rows = np.zeros(A.shape[0]), 0.0, []
     for t in range(1, T + 1):

@@ -109,7 +109,7 @@ def test_build_sets_every_knob_of_a_product_grid(small_data):
     problem = mc.make_problem("movielens")(5, small_data, mc.MATRIX_COMPLETION_MOVIELENS.parse_options())
     info = ProblemInfo.of(problem, 5)
     theory, tuned = mc.build("LPM", info), mc.build("LPM", info, [1e-4, 0.05])  # JSON's list form
-    np.testing.assert_allclose([tuned.eps, tuned.eta], [1e-4 * theory.eps, 0.05 * theory.eta], rtol=1e-12)
+    np.testing.assert_allclose([tuned.eps, tuned.chain.eta], [1e-4 * theory.eps, 0.05 * theory.chain.eta], rtol=1e-12)
     assert mc._describe_knob("LPM", (1e-4, 0.05)) == "eps = 0.0001 x theory, eta = 0.05 x theory"
     assert mc._describe_knob("LPM", None) == "eps and eta at their theory values"
 
@@ -202,13 +202,13 @@ def test_lbpm_theory_block_never_ends_so_eta_is_inert_and_the_block_constant_is_
     problem = mc.make_problem("filmtrust")(12, small_data, mc.MATRIX_COMPLETION_FILMTRUST.parse_options())
     T, info = 12, ProblemInfo.of(problem, 12)
     lbpm = mc.build("LBPM", info)
-    assert int(lbpm.block_size) == T
+    assert int(lbpm.chain.block_size) == T
     runs = [run(mc.scale_knob(lbpm, "eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
     for other in runs[1:]:
         np.testing.assert_array_equal(other.loss, runs[0].loss)
         np.testing.assert_array_equal(other.constraints, runs[0].constraints)
     tuned = mc.build("LBPM", info, 1.0)
-    assert int(tuned.block_size) == round(T**0.5)
+    assert int(tuned.chain.block_size) == round(T**0.5)
     assert not np.array_equal(run(tuned, problem, T, key=3).loss, runs[0].loss)
 
 

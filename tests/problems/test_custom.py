@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ocokit
-from ocokit.algorithms._hinge_prox import resolve_solver
+from ocokit.algorithms._hinge_prox import AffineSolver, DeclaredSolver, SmoothSolver
 from ocokit.problems import CustomProblem
 from ocokit.sets import Box
 
@@ -51,8 +51,8 @@ def test_coldq_picks_the_closed_form_solver_for_detected_affine_constraints_and_
     found, general = (
         _problem(lambda d, x: jnp.asarray(A) @ x - 0.2, constraint_structure=s) for s in ("auto", "general")
     )
-    assert resolve_solver(found.constraint_structure, found.domain, "auto") == "affine"
-    assert resolve_solver(general.constraint_structure, general.domain, "auto") == "smooth"
+    assert DeclaredSolver().resolve(found.constraint_structure, found.domain) == AffineSolver()
+    assert DeclaredSolver().resolve(general.constraint_structure, general.domain) == SmoothSolver()
     fast, slow = (ocokit.run(ocokit.algorithms.COLDQ.from_theory(ocokit.algorithms.ProblemInfo.of(p, 20)), p, 20)
                   for p in (found, general))  # fmt: skip
     np.testing.assert_allclose(fast.loss, slow.loss, rtol=1e-5, atol=1e-7)

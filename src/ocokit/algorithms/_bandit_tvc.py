@@ -20,7 +20,7 @@ from jaxtyping import Array, Float, Int, PRNGKeyArray
 from ocokit import _checks
 from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import fw_step, inner_frank_wolfe
-from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, restart_if_doubled, with_overrides
+from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled
 from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
 
 # --------------------------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class BFWTVC(AbstractBanditTVC):
     max_inner: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
     phi: str = eqx.field(static=True, default="exp")
 
-    theory_constants: ClassVar[tuple[str, ...]] = (
+    theory_reads: ClassVar[tuple[str, ...]] = (
         "grad_bound",
         "constraint_grad_bound",
         "loss_bound",
@@ -200,31 +200,23 @@ class BFWTVC(AbstractBanditTVC):
     )
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **options: Any) -> "BFWTVC":
+    def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **overrides: Any) -> "BFWTVC":
         """Theorem 3 of 000 with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred): ``delta < r``.
 
         ``beta = 1/C_2``, ``C_2 = 2^4 G (cD/r + 3c + 1 + 2cD/(dM) + dMD/c)``, ``gamma = 1``, ``K = T^{1/2}``,
         ``epsilon = 4 D^2 T^{-1/2}``, ``eta = c D/(d M T^{3/4})``, ``lam = 1/(2 T^{3/4})``; M is the problem's
-        ``loss_bound``. ``options`` give each constant by name, or override any field.
+        ``loss_bound``. ``overrides`` give each constant by name, or override any field.
         """
-        (G, D, T, read), overrides = cls.read_constants(info, options)
-        M = read("loss_bound")
+        info, who, T = info.giving(overrides), f"{cls.__name__}.from_theory", info.horizon
+        G, D = lipschitz_bound(info, who), info.require("diameter", who)
+        M = info.require("loss_bound", who)
         d = math.prod(info.domain.shape)
-        r = read("inner_radius")
+        r = info.require("inner_radius", who)
         c = _smoothing_constant(r, c)
         C2 = 16.0 * G * (c * D / r + 3 * c + 1 + 2 * c * D / (d * M) + d * M * D / c)
-        theory = cls(
-            beta=1.0 / C2,
-            gamma=1.0,
-            eta=c * D / (d * M * T**0.75),
-            G=G,
-            delta=c * T**-0.25,
-            epsilon=4.0 * D**2 / math.sqrt(T),
-            lam=0.5 * T**-0.75,
-            block=max(1, round(math.sqrt(T))),
-            max_inner=max(100, 4 * math.ceil(math.sqrt(T))),
-        )
-        return with_overrides(theory, overrides)
+        steps = {"eta": c * D / (d * M * T**0.75), "delta": c * T**-0.25, "epsilon": 4.0 * D**2 / math.sqrt(T)}
+        blocks = {"block": max(1, round(math.sqrt(T))), "max_inner": max(100, 4 * math.ceil(math.sqrt(T)))}
+        return cls.build({"beta": 1.0 / C2, "gamma": 1.0, "G": G, "lam": 0.5 * T**-0.75, **steps, **blocks}, overrides)
 
     def _block_update(self, state: _BanditState, w: Array) -> _BanditState:
         G_tilde, restart = restart_if_doubled(state.G_tilde, self.beta * self.G * (self.gamma + w))
@@ -336,7 +328,13 @@ class SCBFWTVC(AbstractBanditTVC):
     phi: str = eqx.field(static=True, default="square")
     surrogate: str = _checks.checked_field(_checks.among(("shifted", "literal")), static=True, default="shifted")
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "inner_radius")
+    theory_reads: ClassVar[tuple[str, ...]] = (
+        "grad_bound",
+        "constraint_grad_bound",
+        "diameter",
+        "inner_radius",
+        "strong_convexity",
+    )
 
     @classmethod
     def from_theory(
@@ -346,19 +344,20 @@ class SCBFWTVC(AbstractBanditTVC):
         alpha_f: float | None = None,
         c: float | None = None,
         theory: str = "proof",
-        **options: Any,
+        **overrides: Any,
     ) -> "SCBFWTVC":
         """Theorem 4 of 000: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default), ``Phi = x^2``.
 
         ``theory="proof"``: ``beta = 1``, ``gamma = 16 (8 log T^{1/3} + C_3') G^2 T^{2/3} / alpha_f`` with
         ``C_3' = 8 + 3c + cD/r + 12D``; ``theory="statement"``: ``beta = 1/(G D T^{2/3})``,
         ``gamma = G/(G + alpha_f D)``. ``alpha_f`` overrides the problem constant ``strong_convexity``;
-        ``options`` give each other constant by name, or override any field.
+        ``overrides`` give each other constant by name, or override any field.
         """
         _checks.one_of("theory", theory, THEORIES)
-        (G, D, T, read), overrides = cls.read_constants(info, options)
-        a = read("strong_convexity", alpha_f)
-        r = read("inner_radius")
+        info, who, T = info.giving(overrides), f"{cls.__name__}.from_theory", info.horizon
+        G, D = lipschitz_bound(info, who), info.require("diameter", who)
+        a = info.require("strong_convexity", who, alpha_f)
+        r = info.require("inner_radius", who)
         c = _smoothing_constant(r, c)
         T23 = T ** (2.0 / 3.0)
         if theory == "proof":
@@ -367,8 +366,10 @@ class SCBFWTVC(AbstractBanditTVC):
         else:
             beta, gamma = 1.0 / (G * D * T23), G / (G + a * D)
         K = max(1, round(T23))
-        theory_ = cls(beta=beta, gamma=gamma, alpha_f=a, delta=c * T ** (-1.0 / 3.0), block=K, inner_steps=K)
-        return with_overrides(theory_, overrides)
+        return cls.build(
+            {"beta": beta, "gamma": gamma, "alpha_f": a, "delta": c * T ** (-1.0 / 3.0), "block": K, "inner_steps": K},
+            overrides,
+        )
 
     def _block_update(self, state: _BanditState, w: Array) -> _BanditState:
         del w

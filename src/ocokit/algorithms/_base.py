@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import inspect
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -28,7 +29,7 @@ class ProblemInfo(eqx.Module):
 
     Theory constructors read constants through :meth:`require`, the one place that says which constant is
     missing and how to supply it; the values a caller gives ``from_theory`` by name are held in ``given``
-    (:meth:`giving`) and win over the problem's.
+    (:meth:`giving`) and win over the problem's (:meth:`AbstractLearner.build`).
     """
 
     domain: AbstractSet
@@ -52,14 +53,22 @@ class ProblemInfo(eqx.Module):
         )
 
     def require(
-        self, name: str, who: str, override: Any = None, *, allow_zero: bool = False, argument: str | None = None
-    ) -> float:
+        self,
+        name: str,
+        who: str,
+        override: Any = None,
+        *,
+        allow_zero: bool = False,
+        argument: str | None = None,
+        optional: bool = False,
+    ) -> Any:
         """The constant ``name``: ``override`` when given, else the problem's; ``ValueError`` if unknown.
 
         ``name`` is a field of :class:`~ocokit.problems.ProblemConstants` (``grad_bound``, ``loss_bound``,
         ...) or ``"diameter"`` / ``"inner_radius"`` of the domain. ``who`` names the caller in the error
         (``"OFWTVC.from_theory"``). The value must be finite and ``> 0`` (``>= 0`` with ``allow_zero``).
         ``argument`` is the caller's keyword that overrides it, when not named ``name`` (the error's hint).
+        With ``optional``, a constant that is not finite (unknown) gives ``None`` instead of the error.
         This is the one way every ``from_theory`` reads and overrides a constant.
         """
         override = dict(self.given).get(name) if override is None else override
@@ -71,6 +80,8 @@ class ProblemInfo(eqx.Module):
             value, source = float(getattr(self.constants, name)), f"the problem constant {name}"
         else:
             raise ValueError(f"unknown constant {name!r}; expected one of {list(CONSTANT_NAMES)}")
+        if optional and not math.isfinite(value):
+            return None
         ok = math.isfinite(value) and (value >= 0 if allow_zero else value > 0)
         if not ok:
             bound = ">= 0" if allow_zero else "> 0"
@@ -80,15 +91,15 @@ class ProblemInfo(eqx.Module):
             )
         return value
 
-    def giving(self, constants: Mapping[str, Any]) -> ProblemInfo:
-        """This information with the caller's values of some constants (``None`` keeps the problem's).
+    def giving(self, overrides: Mapping[str, Any]) -> ProblemInfo:
+        """This information with the caller's values of the constants named in ``overrides``.
 
-        ``constants`` maps names of :data:`CONSTANT_NAMES` to values; :meth:`require` then returns them.
+        The names of :data:`CONSTANT_NAMES` among ``overrides`` (the keywords of a ``from_theory``) are held, and
+        :meth:`require` then returns them (``None`` keeps the problem's); the other names are ignored.
         """
-        unknown = sorted(set(constants) - set(CONSTANT_NAMES))
-        if unknown:
-            raise ValueError(f"unknown constants {unknown}; expected names of {list(CONSTANT_NAMES)}")
-        given = tuple((name, float(value)) for name, value in constants.items() if value is not None)
+        given = tuple(
+            (name, float(value)) for name, value in overrides.items() if name in CONSTANT_NAMES and value is not None
+        )
         return dataclasses.replace(self, given=(*self.given, *given))
 
 
@@ -99,32 +110,6 @@ def hyperparameter(check: _checks.Check | None = None, **kwargs: Any) -> Any:
     (:class:`~ocokit._checks.Checked`).
     """
     return _checks.checked_field(check, converter=jnp.asarray, **kwargs)
-
-
-class forwarded:
-    """A read-only attribute of a learner that is the field of the same name of its part ``part``.
-
-    ``eta = forwarded("chain")`` keeps ``learner.eta`` working where ``eta`` is a field of the part held as
-    ``learner.chain`` (it also works inside ``eqx.tree_at``).
-    """
-
-    def __init__(self, part: str):
-        self.part = part
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        return self if obj is None else getattr(getattr(obj, self.part), self.name)
-
-
-def split_options(part: type[eqx.Module], options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(the options named after fields of part, the others)``: a constructor forwarding keywords to a part."""
-    names = {field.name for field in dataclasses.fields(part)}
-    return (
-        {name: value for name, value in options.items() if name in names},
-        {name: value for name, value in options.items() if name not in names},
-    )
 
 
 class AbstractLearner(_checks.Checked):
@@ -141,29 +126,38 @@ class AbstractLearner(_checks.Checked):
 
     Numeric hyperparameters are array leaves (:func:`hyperparameter`), structural choices are static
     fields; a field declares its own check (``hyperparameter(_checks.positive)``,
-    ``_checks.checked_field(check, static=True)``), run when the learner is built. ``from_theory(info)`` builds
-    the learner with a paper's theory-driven parameters.
+    ``_checks.checked_field(check, static=True)``), run when the learner is built. ``from_theory(info,
+    **overrides)`` builds the learner with a paper's theory-driven parameters: it reads every constant through
+    :meth:`ProblemInfo.require`, and any constant (by name) or constructor argument may be overridden
+    (:meth:`build`).
     """
 
     feedback: ClassVar[FeedbackKind]
-    theory_constants: ClassVar[tuple[str, ...]] = ()
+    theory_reads: ClassVar[tuple[str, ...]] = ()
     """The constants (of :data:`CONSTANT_NAMES`) its ``from_theory`` reads; each may be given there by name."""
 
     @classmethod
-    def theory_inputs(cls, info: ProblemInfo, options: Mapping[str, Any]) -> tuple[ProblemInfo, dict[str, Any]]:
-        """Split the keyword arguments of ``from_theory``: ``(info giving the constants, the other options)``.
+    def build(cls, arguments: Mapping[str, Any], overrides: Mapping[str, Any]) -> Self:
+        """``cls(**arguments)`` with the caller's ``overrides`` winning: how every ``from_theory`` ends.
 
-        The options named in ``theory_constants`` override the problem's constants (:meth:`ProblemInfo.giving`);
-        the others are constructor arguments. A constant the theory does not read raises ``ValueError``.
+        The one theory convention: ``from_theory(info, **overrides)`` gives ``info`` the overrides named after
+        constants (``info = info.giving(overrides)``, so :meth:`ProblemInfo.require` returns them), computes
+        the theorem's constructor ``arguments`` and returns ``cls.build(arguments, overrides)``; every other
+        override replaces a constructor argument. A constant the class's ``from_theory`` does not read
+        (:attr:`theory_reads`) or an unknown argument raises ``ValueError``.
         """
-        constants = {name: value for name, value in options.items() if name in CONSTANT_NAMES}
-        unread = sorted(set(constants) - set(cls.theory_constants))
+        constants = {name for name in overrides if name in CONSTANT_NAMES}
+        unread = sorted(constants - set(cls.theory_reads))
         if unread:
-            raise ValueError(
-                f"{cls.__name__}.from_theory reads the constants {list(cls.theory_constants)}, not {unread}"
-            )
-        rest = {name: value for name, value in options.items() if name not in constants}
-        return info.giving(constants), rest
+            raise ValueError(f"{cls.__name__}.from_theory reads the constants {list(cls.theory_reads)}, not {unread}")
+        rest = {name: value for name, value in overrides.items() if name not in constants}
+        parameters = inspect.signature(cls).parameters.values()
+        if all(p.kind != inspect.Parameter.VAR_KEYWORD for p in parameters):  # else the parts check their own
+            names = [p.name for p in parameters]
+            unknown = sorted(set(rest) - set(names))
+            if unknown:
+                raise ValueError(f"unknown parameters {unknown} for {cls.__name__}; valid: {names}")
+        return cls(**{**arguments, **rest})
 
     @abc.abstractmethod
     def init(self, info: ProblemInfo, key: PRNGKeyArray) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo, forwarded, hyperparameter
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._queue_common import AbstractQueueLearner, HingeProx, QueueState, paper_table
 from ocokit.algorithms._queues import doubly_bounded
 
@@ -26,14 +26,14 @@ _PAPER_TABLES = dict.fromkeys((3, 4, 5, 6))  # COLDQ has the same parameters in 
 
 def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple[int, float]:
     """``(T, eps)`` for ``eta = T^(-.)``, ``gamma = eps T^(.)``: ``T > 1``; ``eps`` 0.5 (Tables 3-6) capped at
-    ``G / 2``; warns when ``eps >= G``."""
+    ``G / 2`` (``G = constraint_bound``, when known); warns when ``eps >= G``."""
     T = info.horizon
     _checks.greater_than("T (horizon)", T, 1)
-    G = info.constants.constraint_bound
+    G = info.require("constraint_bound", who, optional=True)
     if eps is None:
-        return T, 0.5 if not math.isfinite(G) else min(0.5, 0.5 * G)
+        return T, 0.5 if G is None else min(0.5, 0.5 * G)
     _checks.positive("eps", eps)
-    if math.isfinite(G) and eps >= G:
+    if G is not None and eps >= G:
         warnings.warn(
             f"{who}: eps = {eps} >= G = {G} violates gamma < G / eta (Corollary 1): the queue stays frozen "
             "at gamma and the learner is a fixed exact penalty of weight gamma (the paper's Fig. 2 setup allows this)",
@@ -110,6 +110,7 @@ class COLDQ(AbstractQueueLearner):
     alpha0: Float[Array, ""] = hyperparameter()
     alpha_power: Float[Array, ""] = hyperparameter()
     prox: HingeProx
+    theory_reads: ClassVar[tuple[str, ...]] = ("constraint_bound", "strong_convexity")
 
     def __init__(
         self,
@@ -136,33 +137,32 @@ class COLDQ(AbstractQueueLearner):
         eps: float | None = None,
         V_x: float = 0.0,
         strongly_convex: bool = False,
-        **options: Any,
+        **overrides: Any,
     ) -> COLDQ:
         """Corollary 1 (convex): ``alpha_t = t^{(1-V_x)/2}``, ``eta = 1/T``, ``gamma = eps T``; Corollary 2
         (``strongly_convex=True``): ``alpha_t = mu t`` with A4's ``mu = m / 2`` for the problem's standard
         modulus ``m = constants.strong_convexity``.
 
         ``eps`` defaults to ``min(0.5, G / 2)`` (``G = constants.constraint_bound``; 0.5 if unknown), inside
-        the theory's ``(0, G)``. ``options`` are passed to the constructor (``solver``, ``start``, ...).
+        the theory's ``(0, G)``. ``overrides`` give ``constraint_bound`` or ``strong_convexity`` by name, or
+        constructor arguments (``solver``, ``start``, ...).
         """
-        T, eps = _theory_horizon_eps(info, eps, "COLDQ.from_theory")
+        info, who = info.giving(overrides), "COLDQ.from_theory"
+        T, eps = _theory_horizon_eps(info, eps, who)
         if strongly_convex:
-            m = info.constants.strong_convexity
-            if not (math.isfinite(m) and m > 0):
-                raise ValueError(f"strongly_convex=True needs constants.strong_convexity > 0, got {m}")
-            alpha0, power = 0.5 * m, 1.0
+            alpha0, power = 0.5 * info.require("strong_convexity", who), 1.0
         else:
             _checks.in_closed_interval("V_x", V_x, 0.0, 1.0)
             alpha0, power = 1.0, 0.5 * (1.0 - V_x)
-        return cls(eta=1.0 / T, gamma=eps * T, alpha0=alpha0, alpha_power=power, **options)
+        return cls.build({"eta": 1.0 / T, "gamma": eps * T, "alpha0": alpha0, "alpha_power": power}, overrides)
 
     @classmethod
-    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **options: Any) -> COLDQ:
+    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **overrides: Any) -> COLDQ:
         """The experiments' parameters (Tables 3-6, identical for COLDQ): ``alpha_t = t^{1/2}``,
         ``eta = 1/T``, ``gamma = eps T``, ``eps = 0.5``."""
         paper_table(_PAPER_TABLES, table)
-        T, eps = _theory_horizon_eps(info, 0.5, "COLDQ.from_paper")
-        return cls(eta=1.0 / T, gamma=eps * T, alpha0=1.0, alpha_power=0.5, **options)
+        T, eps = _theory_horizon_eps(info.giving(overrides), 0.5, "COLDQ.from_paper")
+        return cls.build({"eta": 1.0 / T, "gamma": eps * T, "alpha0": 1.0, "alpha_power": 0.5}, overrides)
 
     def init(self, info, key):
         del key
@@ -229,7 +229,7 @@ class COLDQExpert(AbstractQueueLearner):
             expert starts at the same ``x_1``).
 
     ``eta``, ``gamma``, ``alpha0``, ``alpha_power`` and the solver options build the part ``expert``, the
-    :class:`COLDQ` (Algorithm 1) that every expert runs, which validates them; they read as this learner's own.
+    :class:`COLDQ` (Algorithm 1) that every expert runs, which validates them (``learner.expert.eta``).
 
     Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); ocokit sets, as Lemma 6's
     recursion implies, ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
@@ -255,11 +255,7 @@ class COLDQExpert(AbstractQueueLearner):
     kappa: Float[Array, ""] = hyperparameter()
     ratio: Float[Array, ""] = hyperparameter()
     expert: COLDQ
-    eta = forwarded("expert")
-    gamma = forwarded("expert")
-    alpha0 = forwarded("expert")
-    alpha_power = forwarded("expert")
-    prox = forwarded("expert")
+    theory_reads: ClassVar[tuple[str, ...]] = ("constraint_bound",)
 
     def __init__(
         self,
@@ -280,27 +276,24 @@ class COLDQExpert(AbstractQueueLearner):
         _checks.positive("kappa", self.kappa)
         _checks.positive("ratio", self.ratio)
 
+    @property
+    def prox(self) -> HingeProx:
+        """The solver part of the COLDQ every expert runs (``expert.prox``)."""
+        return self.expert.prox
+
     @staticmethod
     def theory_num_experts(T: int) -> int:
         """``M = floor(log2(1 + T) / 2) + 1`` (Corollary 3)."""
         return math.floor(0.5 * math.log2(1 + T)) + 1
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, eps: float | None = None, **options: Any) -> COLDQExpert:
+    def from_theory(cls, info: ProblemInfo, *, eps: float | None = None, **overrides: Any) -> COLDQExpert:
         """Corollary 3: ``M = floor(log2(1 + T)/2) + 1``, ``kappa = T^{-1/2}``,
         ``alpha_t[m] = t^{1/2}/2^{m-1}``, ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}`` (``eps`` as in
         :meth:`COLDQ.from_theory`)."""
-        T, eps = _theory_horizon_eps(info, eps, "COLDQExpert.from_theory")
-        return cls(
-            num_experts=cls.theory_num_experts(T),
-            kappa=T**-0.5,
-            eta=T**-1.5,
-            gamma=eps * T**1.5,
-            alpha0=1.0,
-            alpha_power=0.5,
-            ratio=2.0,
-            **options,
-        )
+        T, eps = _theory_horizon_eps(info.giving(overrides), eps, "COLDQExpert.from_theory")
+        theory = {"num_experts": cls.theory_num_experts(T), "kappa": T**-0.5, "eta": T**-1.5, "gamma": eps * T**1.5}
+        return cls.build({**theory, "alpha0": 1.0, "alpha_power": 0.5, "ratio": 2.0}, overrides)
 
     def prior(self, dtype=None) -> Array:
         """``w_1[m] = (M + 1) / (m (m + 1) M)``, ``m = 1..M`` (sums to one)."""
@@ -316,7 +309,7 @@ class COLDQExpert(AbstractQueueLearner):
         experts = jnp.broadcast_to(x, (M, *x.shape))
         return _COLDQExpertState(
             experts=experts,
-            queues=jnp.full((M, info.num_constraints), self.gamma, dtype=x.dtype),
+            queues=jnp.full((M, info.num_constraints), self.expert.gamma, dtype=x.dtype),
             log_weights=log_w,
             x=jnp.exp(log_w) @ experts,
             t=jnp.asarray(0, jnp.int32),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -35,10 +35,10 @@ class Constant(AbstractLearner):
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo) -> Constant:
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> Constant:
         """The learner itself (it has no parameters)."""
         del info
-        return cls()
+        return cls.build({}, overrides)
 
     def init(self, info, key):
         del key

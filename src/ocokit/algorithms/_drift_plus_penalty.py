@@ -80,16 +80,13 @@ class YuNeelyWei(AbstractLearner):
         _checks.one_of("start", self.start, STARTS)
 
     @classmethod
-    def from_theory(
-        cls, info: ProblemInfo, *, V: float | None = None, alpha: float | None = None, start: str = "origin"
-    ) -> YuNeelyWei:
-        """``V = sqrt(T)``, ``alpha = T`` (both reference implementations; Yu, Neely and Wei's theory as recalled)."""
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> YuNeelyWei:
+        """``V = sqrt(T)``, ``alpha = T`` (both reference implementations; Yu, Neely and Wei's theory as recalled).
+
+        ``overrides`` replace constructor arguments (``V``, ``alpha``, ``start``).
+        """
         T = info.horizon
-        return cls(
-            V=math.sqrt(T) if V is None else V,
-            alpha=float(T) if alpha is None else alpha,
-            start=start,
-        )
+        return cls.build({"V": math.sqrt(T), "alpha": float(T), "start": "origin"}, overrides)
 
     def init(self, info, key):
         del key

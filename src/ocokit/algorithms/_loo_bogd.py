@@ -22,6 +22,8 @@ from ocokit.algorithms._loo_chain import (
     LOOChain,
     _LOOChainState,
     _optional_leaf,
+    bandit_theory,
+    full_information_theory,
 )
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 from ocokit.sets import AbstractSet
@@ -84,22 +86,32 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
         """``chain``: the other arguments of the chain (``radius``, ``pipelined``, the caps), by name."""
         self.chain, self.eps = LOOChain(eta, block_size, **chain), eps
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound",)
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> "LOOBOGD":
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        radius: float | None = None,
+        eta_constant: float = 1.0,
+        eps_constant: float = 60.0,
+        block_constant: float = 5.0,
+        **overrides: Any,
+    ) -> "LOOBOGD":
         """Theorem 9: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``, ``K_b = floor(5 T^{1/2})``.
 
         ``K_b`` is clipped to [1, T]; ``G_f`` is the problem constant ``grad_bound``; ``R`` defaults to
         ``K.diameter``. The constants 1, 60 and 5 can be changed (``eta_constant``, ``eps_constant``,
         ``block_constant``) keeping the exponents in T: Theorem 9's are made for the proof, and at ``T < 10^4``
-        its tolerance ``3 eps`` exceeds ``R^2``, so the played point barely moves. ``options`` give the
-        choices of :class:`~ocokit.algorithms._loo_chain.FullInformationTheory` (``radius``, ``eta_constant``,
-        ``eps_constant``, ``block_constant``), ``grad_bound`` by name, or constructor arguments (``pipelined``,
-        the caps).
+        its tolerance ``3 eps`` exceeds ``R^2``, so the played point barely moves (the choices of
+        :func:`~ocokit.algorithms._loo_chain.full_information_theory`). ``overrides`` give ``grad_bound`` by name,
+        or constructor arguments (``pipelined``, the caps).
         """
-        theory, info, who, options = cls.theory_choices(info, options)
-        return cls(**theory.parameters(info, who), **options)
+        info, who = info.giving(overrides), f"{cls.__name__}.from_theory"
+        return cls.build(
+            full_information_theory(info, who, radius, eta_constant, eps_constant, block_constant), overrides
+        )
 
     def init(self, info, key):
         del key
@@ -180,19 +192,28 @@ class LOOBBGD(AbstractLOOBandit):
         """:class:`LOOBOGD`'s: the chain's, and ``eps`` (``delta^2 / 3`` unless given)."""
         return {**self.chain.options(), "eps": self.inner_eps()}
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("loss_bound", "inner_radius")
+    theory_reads: ClassVar[tuple[str, ...]] = ("loss_bound", "inner_radius", "diameter")
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> "LOOBBGD":
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        c: float | None = None,
+        radius: float | None = None,
+        eta_constant: float = 1.0,
+        block_constant: float | None = None,
+        **overrides: Any,
+    ) -> "LOOBBGD":
         """Theorem 11: ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}``, ``delta = c T^{-1/4}``.
 
         ``M`` is the problem constant ``loss_bound``, ``n`` the dimension, ``R`` defaults to ``K.diameter``,
         ``c`` to Theorem 11's ``20 R sqrt(nM)``. ``delta`` is capped at ``r/2`` (the theorem needs
         ``c T^{-1/4} < r``; at practical T its constants violate this) and ``K_b`` is clipped to [1, T].
-        ``eta_constant`` (1) and ``block_constant`` (``6 n M``) rescale ``eta`` and ``K_b``; ``options`` give
-        the choices of :class:`~ocokit.algorithms._loo_chain.BanditTheory` (``c``, ``radius``, ``eta_constant``,
-        ``block_constant``), the constants ``loss_bound`` (M) and ``inner_radius`` (r) by name, or constructor
-        arguments.
+        ``eta_constant`` (1) and ``block_constant`` (``6 n M``) rescale ``eta`` and ``K_b`` (the choices of
+        :func:`~ocokit.algorithms._loo_chain.bandit_theory`); ``overrides`` give the constants ``loss_bound`` (M)
+        and ``inner_radius`` (r) by name, or constructor arguments.
         """
-        theory, info, who, options = cls.theory_choices(info, options)
-        return cls(**theory.parameters(info, who, info.require("loss_bound", who)), **options)
+        info, who = info.giving(overrides), f"{cls.__name__}.from_theory"
+        M = info.require("loss_bound", who)
+        return cls.build(bandit_theory(info, who, M, c, radius, eta_constant, block_constant), overrides)

@@ -8,9 +8,9 @@
 * :class:`LOOChain`: the blocked chain of Algorithms 4 and 9: gradients are summed over a block of ``K_b``
   rounds, one close infeasible projection per block; the paper pipelines it (the projection of block m's point
   is played in block m + 2); ``pipelined=False`` plays it in block m + 1.
-* The choices of Theorems 9 and 11 (:class:`FullInformationTheory`, :class:`BanditTheory`).
-* :class:`AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``, whose ``from_theory``
-  takes the choices of its theorem by name.
+* The parameters of Theorems 9 and 11 (:func:`full_information_theory`, :func:`bandit_theory`), from the
+  choices the learners' ``from_theory`` take as keywords.
+* :class:`AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``.
 * :class:`AbstractLOOBandit`: a chain learner wrapped in the one-point bandit adapter (Algorithm 9).
 
 Reference: D. Garber and B. Kretzu, "New Projection-free Algorithms for Online Convex Optimization with Adaptive
@@ -19,8 +19,7 @@ Regret Guarantees", COLT 2022 (PMLR 178).
 
 import dataclasses
 import math
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -29,9 +28,12 @@ from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractOnePointBanditLearner
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter, split_options
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import inner_frank_wolfe
 from ocokit.sets import AbstractSet
+
+MAX_ITER = 1000
+"""The default safety cap on Algorithm 3's loop and on each SH-FW run (``max_outer_iter``, ``max_fw_iter``)."""
 
 
 def _sq(a: Array) -> Array:
@@ -183,8 +185,8 @@ class LOOChain(_checks.Checked):
     block_size: Int[Array, ""] = _checks.checked_field(_checks.positive, converter=_int_leaf)
     radius: Float[Array, ""] | None = _optional_leaf()
     pipelined: bool = eqx.field(static=True, default=True)
-    max_outer_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
-    max_fw_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
+    max_outer_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=MAX_ITER)
+    max_fw_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=MAX_ITER)
 
     def options(self) -> dict[str, Any]:
         """Its constructor arguments (a learner that wraps another passes them on)."""
@@ -249,64 +251,47 @@ def _chain_radius(info: ProblemInfo, who: str, radius: float | None) -> float:
     return info.require("diameter", who) if radius is None else float(radius)
 
 
-class FullInformationTheory(_checks.Checked):
-    """The choices of Theorem 9 of G&K 2022 (LOO-BOGD), keywords of a ``from_theory``.
-
-    Args:
-        radius: R, with K inside ``B(K.center(), R)``; ``None`` uses ``K.diameter`` (always valid).
-        eta_constant, eps_constant, block_constant: the constants 1, 60 and 5 of ``eta``, ``eps`` and ``K_b``
-            (the exponents in T stay).
-    """
-
-    radius: float | None = None
-    eta_constant: float = _checks.checked_field(_checks.positive, default=1.0)
-    eps_constant: float = _checks.checked_field(_checks.positive, default=60.0)
-    block_constant: float = _checks.checked_field(_checks.positive, default=5.0)
-
-    def parameters(self, info: ProblemInfo, who: str) -> dict[str, Any]:
-        """``eta = c_eta (R/G_f) T^{-3/4}``, ``eps = c_eps R^2 T^{-1/2}``, ``K_b = floor(c_K T^{1/2})`` and ``R``."""
-        T = info.horizon
-        G = info.require("grad_bound", who)
-        R = _chain_radius(info, who, self.radius)
-        return {
-            "eta": self.eta_constant * R / G * T**-0.75,
-            "eps": self.eps_constant * R**2 / math.sqrt(T),
-            "block_size": _blocks_theory(T, self.block_constant),
-            "radius": R,
-        }
+def full_information_theory(
+    info: ProblemInfo, who: str, radius: float | None, eta_constant: float, eps_constant: float, block_constant: float
+) -> dict[str, Any]:
+    """Theorem 9 of G&K 2022 (LOO-BOGD): ``eta = c_eta (R/G_f) T^{-3/4}``, ``eps = c_eps R^2 T^{-1/2}``,
+    ``K_b = floor(c_K T^{1/2})`` and ``R`` (``radius``: K inside ``B(K.center(), R)``; ``None`` uses ``K.diameter``,
+    always valid). The theorem's constants ``c_eta, c_eps, c_K`` are 1, 60 and 5 (the exponents in T stay)."""
+    for name, value in (
+        ("eta_constant", eta_constant),
+        ("eps_constant", eps_constant),
+        ("block_constant", block_constant),
+    ):
+        _checks.positive(name, value)
+    T, G, R = info.horizon, info.require("grad_bound", who), _chain_radius(info, who, radius)
+    return {
+        "eta": eta_constant * R / G * T**-0.75,
+        "eps": eps_constant * R**2 / math.sqrt(T),
+        "block_size": _blocks_theory(T, block_constant),
+        "radius": R,
+    }
 
 
-class BanditTheory(_checks.Checked):
-    """The choices of Theorem 11 of G&K 2022 (LOO-BBGD), keywords of a ``from_theory``.
-
-    Args:
-        c: the constant of ``delta = c T^{-1/4}``; ``None`` uses the theorem's ``20 R sqrt(nM)``.
-        radius: R as in :class:`FullInformationTheory`.
-        eta_constant: the constant 1 of ``eta``.
-        block_constant: the constant of ``K_b``; ``None`` uses the theorem's ``6 n M``.
-    """
-
-    c: float | None = _checks.checked_field(_checks.optional(_checks.positive), default=None)
-    radius: float | None = None
-    eta_constant: float = _checks.checked_field(_checks.positive, default=1.0)
-    block_constant: float | None = _checks.checked_field(_checks.optional(_checks.positive), default=None)
-
-    def parameters(self, info: ProblemInfo, who: str, M: float) -> dict[str, Any]:
-        """``eta = c_eta (R/sqrt(nM)) T^{-3/4}``, ``delta = min(c T^{-1/4}, r/2)``, ``K_b = c_K T^{1/2}``, ``R``."""
-        T = info.horizon
-        n = math.prod(info.domain.shape)
-        R = _chain_radius(info, who, self.radius)
-        r = info.require("inner_radius", who)
-        c = 20.0 * R * math.sqrt(n * M) if self.c is None else self.c
-        block_c = 6.0 * n * M if self.block_constant is None else self.block_constant
-        for name, v in (("c", c), ("block_constant", block_c)):
-            _checks.positive(name, v)
-        return {
-            "eta": self.eta_constant * R / math.sqrt(n * M) * T**-0.75,
-            "delta": min(c * T**-0.25, r / 2),
-            "block_size": _blocks_theory(T, block_c),
-            "radius": R,
-        }
+def bandit_theory(
+    info: ProblemInfo, who: str, M: float, c: float | None, radius: float | None, eta_constant: float, block_constant
+) -> dict[str, Any]:
+    """Theorem 11 of G&K 2022 (LOO-BBGD): ``eta = c_eta (R/sqrt(nM)) T^{-3/4}``, ``delta = min(c T^{-1/4}, r/2)``,
+    ``K_b = c_K T^{1/2}`` and ``R`` (as in :func:`full_information_theory`); ``c`` defaults to the theorem's
+    ``20 R sqrt(nM)``, ``c_K`` to its ``6 n M`` and ``c_eta`` is 1 in the theorem."""
+    _checks.positive("eta_constant", eta_constant)
+    T, n = info.horizon, math.prod(info.domain.shape)
+    R = _chain_radius(info, who, radius)
+    r = info.require("inner_radius", who)
+    c = 20.0 * R * math.sqrt(n * M) if c is None else c
+    block_c = 6.0 * n * M if block_constant is None else block_constant
+    for name, v in (("c", c), ("block_constant", block_c)):
+        _checks.positive(name, v)
+    return {
+        "eta": eta_constant * R / math.sqrt(n * M) * T**-0.75,
+        "delta": min(c * T**-0.25, r / 2),
+        "block_size": _blocks_theory(T, block_c),
+        "radius": R,
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -314,35 +299,13 @@ class BanditTheory(_checks.Checked):
 
 
 class AbstractLOOChainLearner(AbstractLearner):
-    """A learner that runs the blocked chain, held as its part ``chain`` (:class:`LOOChain`).
+    """A learner that runs the blocked chain, held as its part ``chain`` (:class:`LOOChain`; ``learner.chain.eta``).
 
-    The chain's parameters read as the learner's own (``learner.eta``, ``learner.block_size``, ...; read-only).
-    ``from_theory`` sets them by the theorem ``chain_theory`` (:class:`FullInformationTheory`, Theorem 9 of G&K
-    2022; :class:`BanditTheory`, Theorem 11, for a bandit learner), whose choices it takes by name
-    (:meth:`theory_choices`).
+    Its ``from_theory`` sets the chain's parameters by Theorem 9 of G&K 2022 (:func:`full_information_theory`), or
+    Theorem 11 (:func:`bandit_theory`) for a bandit learner, whose choices it takes as keywords.
     """
 
     chain: eqx.AbstractVar[LOOChain]
-    chain_theory: ClassVar[type[FullInformationTheory] | type[BanditTheory]] = FullInformationTheory
-    eta = forwarded("chain")
-    block_size = forwarded("chain")
-    radius = forwarded("chain")
-    pipelined = forwarded("chain")
-    max_outer_iter = forwarded("chain")
-    max_fw_iter = forwarded("chain")
-
-    @classmethod
-    def theory_choices(
-        cls, info: ProblemInfo, options: Mapping[str, Any]
-    ) -> tuple[FullInformationTheory | BanditTheory, ProblemInfo, str, dict[str, Any]]:
-        """Split the keywords of ``from_theory``: ``(the choices of chain_theory, info, who, the others)``.
-
-        ``info`` gives the constants named in ``options`` (:meth:`theory_inputs`), ``who`` names this class's
-        ``from_theory`` in errors, and the others are constructor arguments.
-        """
-        theory, options = split_options(cls.chain_theory, options)
-        info, options = cls.theory_inputs(info, options)
-        return cls.chain_theory(**theory), info, f"{cls.__name__}.from_theory", options
 
 
 class AbstractLOOBandit(AbstractOnePointBanditLearner, AbstractLOOChainLearner):
@@ -350,11 +313,10 @@ class AbstractLOOBandit(AbstractOnePointBanditLearner, AbstractLOOChainLearner):
 
     Its parts are those of the learner it wraps, plus the smoothing radius ``delta``, and ``eps`` may be
     ``None``: Algorithm 9 of G&K 2022 then uses the tolerance ``eps = delta^2 / 3`` (:meth:`inner_eps`). Its
-    ``from_theory`` follows Theorem 11 (:class:`BanditTheory`).
+    ``from_theory`` follows Theorem 11 (:func:`bandit_theory`).
     """
 
     eps: eqx.AbstractVar[Float[Array, ""] | None]
-    chain_theory: ClassVar[type[BanditTheory]] = BanditTheory
 
     def inner_eps(self) -> Any:
         """The tolerance of the wrapped learner: ``eps``, or ``delta^2 / 3`` unless given."""

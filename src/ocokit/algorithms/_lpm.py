@@ -19,13 +19,16 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractGradientLearner
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter, split_options
+from ocokit.algorithms._base import ProblemInfo, hyperparameter
 from ocokit.algorithms._loo_chain import (
+    MAX_ITER,
     AbstractLOOBandit,
     AbstractLOOChainLearner,
     LOOChain,
     _LOOChainState,
     _optional_leaf,
+    bandit_theory,
+    full_information_theory,
 )
 from ocokit.algorithms._queues import drift_plus_penalty, penalised_gradient, regularised_dual_ascent
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
@@ -91,24 +94,13 @@ class BlockDual(_checks.Checked):
         return _DualState(dual=jnp.where(end, new, lam), viol_sum=jnp.where(end, jnp.zeros_like(s), s))
 
 
-class AbstractBlockDualLearner(AbstractLearner):
-    """A learner holding the part ``dual`` (:class:`BlockDual`), whose parameters read as its own (read-only)."""
-
-    dual: eqx.AbstractVar[BlockDual]
-    mu = forwarded("dual")
-    dual_reg = forwarded("dual")
-    V = forwarded("dual")
-    dual_rule = forwarded("dual")
-    hinge = forwarded("dual")
-
-
 class _LPMState(eqx.Module):
     chain: _LOOChainState
     dual: _DualState
     domain: Any  # K, from the learner's info
 
 
-class LPM(AbstractGradientLearner, AbstractLOOChainLearner, AbstractBlockDualLearner):
+class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
     """LPM (reconstructed): LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 4).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked against
@@ -148,6 +140,9 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner, AbstractBlockDualLea
         radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LOOBOGD`; ``pipelined`` defaults to
             ``False`` here, the reconstruction's form (the projection of block m is played in block m + 1).
 
+    ``mu``, ``dual_reg``, ``V``, ``dual_rule`` and ``hinge`` build the part ``dual`` (:class:`BlockDual`;
+    ``learner.dual.mu``), the others the part ``chain`` (``learner.chain.eta``).
+
     Readings: both dual rules are implemented; every parameter value is a reconstruction (``from_theory``).
 
     Example:
@@ -168,16 +163,36 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner, AbstractBlockDualLea
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
     reconstructed: ClassVar[bool] = True
 
-    def __init__(self, eta: Any, eps: Any, block_size: Any, *, pipelined: bool = False, **options: Any):
-        """``options``: the dual's arguments (:class:`BlockDual`) and the chain's others, by name."""
-        dual, chain = split_options(BlockDual, options)
-        self.chain = LOOChain(eta, block_size, pipelined=pipelined, **chain)
+    def __init__(
+        self,
+        eta: Any,
+        eps: Any,
+        block_size: Any,
+        *,
+        radius: Any = None,
+        pipelined: bool = False,
+        max_outer_iter: int = MAX_ITER,
+        max_fw_iter: int = MAX_ITER,
+        **dual: Any,
+    ):
+        """``dual``: the dual's arguments (:class:`BlockDual`), by name."""
+        self.chain = LOOChain(eta, block_size, radius, pipelined, max_outer_iter, max_fw_iter)
         self.eps, self.dual = eps, BlockDual(**dual)
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound")
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> "LPM":
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        dual_rule: str = "lagrangian",
+        radius: float | None = None,
+        eta_constant: float = 1.0,
+        eps_constant: float = 60.0,
+        block_constant: float = 5.0,
+        **overrides: Any,
+    ) -> "LPM":
         """Reconstructed theory parameters (derived for the reconstruction above; not read in the paper).
 
         LOO-BOGD's Theorem 9 for the primal chain: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
@@ -185,13 +200,12 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner, AbstractBlockDualLea
         ``mu = eta`` and the Mahdavi-type regulariser ``delta = 4 G^2`` with ``G = max(G_f, G_g)`` (constants
         ``grad_bound``, ``constraint_grad_bound``). For ``dual_rule="dpp_queue"``: ``Q = lambda / mu``, i.e.
         ``V = 1/eta`` and primal step ``eta^2`` (the unregularised Lagrangian rule rewritten as a queue).
-        ``options`` give the choices of :class:`~ocokit.algorithms._loo_chain.FullInformationTheory`, each
-        constant by name, or constructor arguments (``dual_rule``, ``hinge``, ``pipelined``, ...).
+        ``overrides`` give each constant by name, or constructor arguments (``hinge``, ``pipelined``, ...).
         """
-        dual_rule = options.get("dual_rule", "lagrangian")
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
-        theory, info, who, options = cls.theory_choices(info, options)
-        return cls(**_dual_theory(info, who, theory.parameters(info, who), dual_rule), **options)
+        info, who = info.giving(overrides), f"{cls.__name__}.from_theory"
+        chain = full_information_theory(info, who, radius, eta_constant, eps_constant, block_constant)
+        return cls.build({**_dual_theory(info, who, chain, dual_rule), "dual_rule": dual_rule}, overrides)
 
     def init(self, info, key):
         del key
@@ -224,7 +238,7 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner, AbstractBlockDualLea
         return {"oracle_calls": state.chain.oracle_calls, "dual": state.dual.dual}
 
 
-class LBPM(AbstractLOOBandit, AbstractBlockDualLearner):
+class LBPM(AbstractLOOBandit):
     """LBPM (reconstructed): bandit LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 5).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked
@@ -251,7 +265,7 @@ class LBPM(AbstractLOOBandit, AbstractBlockDualLearner):
         eps: tolerance of Algorithm 3; default ``None`` uses ``delta^2 / 3`` (as Algorithm 9).
         mu, dual_reg, V, dual_rule, hinge: as in :class:`LPM` (the regulariser is named ``dual_reg`` since
             ``delta`` is the smoothing radius here).
-        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LPM`.
+        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LPM` (the parts ``dual`` and ``chain``).
 
     Readings: the dual rule uses the observed values ``g_t(z_t)`` at the played point; both dual rules
     and ``hinge`` as in :class:`LPM`.
@@ -277,37 +291,56 @@ class LBPM(AbstractLOOBandit, AbstractBlockDualLearner):
     inner_learner: ClassVar[type[LPM]] = LPM
 
     def __init__(
-        self, eta: Any, delta: Any, block_size: Any, eps: Any = None, *, pipelined: bool = False, **options: Any
+        self,
+        eta: Any,
+        delta: Any,
+        block_size: Any,
+        eps: Any = None,
+        *,
+        radius: Any = None,
+        pipelined: bool = False,
+        max_outer_iter: int = MAX_ITER,
+        max_fw_iter: int = MAX_ITER,
+        **dual: Any,
     ):
-        """``options``: the dual's arguments (:class:`BlockDual`) and the chain's others, by name."""
-        dual, chain = split_options(BlockDual, options)
-        self.chain = LOOChain(eta, block_size, pipelined=pipelined, **chain)
+        """``dual``: the dual's arguments (:class:`BlockDual`), by name."""
+        self.chain = LOOChain(eta, block_size, radius, pipelined, max_outer_iter, max_fw_iter)
         self.delta, self.eps, self.dual = delta, eps, BlockDual(**dual)
 
     def inner_arguments(self) -> dict[str, Any]:
         """:class:`LPM`'s: the chain's, the dual's, and ``eps`` (``delta^2 / 3`` unless given)."""
         return {**self.chain.options(), **self.dual.options(), "eps": self.inner_eps()}
 
-    theory_constants: ClassVar[tuple[str, ...]] = (
+    theory_reads: ClassVar[tuple[str, ...]] = (
         "loss_bound",
         "constraint_bound",
         "grad_bound",
         "constraint_grad_bound",
         "inner_radius",
+        "diameter",
     )
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> "LBPM":
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        dual_rule: str = "lagrangian",
+        c: float | None = None,
+        radius: float | None = None,
+        eta_constant: float = 1.0,
+        block_constant: float | None = None,
+        **overrides: Any,
+    ) -> "LBPM":
         """Reconstructed theory parameters (by analogy with G&K 2022's Theorem 11; not read in the paper).
 
         ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}`` clipped to [1, T], ``delta = c T^{-1/4}``
         capped at ``r/2`` (``c`` defaults to ``20 R sqrt(nM)``), ``M = max(loss_bound, constraint_bound)``
         (rescalable as in :meth:`LOOBBGD.from_theory`), and the dual parameters of :meth:`LPM.from_theory`.
-        ``options`` give the choices of :class:`~ocokit.algorithms._loo_chain.BanditTheory`, each constant by
-        name, or constructor arguments (``dual_rule``, ``hinge``, ...).
+        ``overrides`` give each constant by name, or constructor arguments (``hinge``, ...).
         """
-        dual_rule = options.get("dual_rule", "lagrangian")
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
-        theory, info, who, options = cls.theory_choices(info, options)
+        info, who = info.giving(overrides), f"{cls.__name__}.from_theory"
         M = max(info.require("loss_bound", who), info.require("constraint_bound", who))
-        return cls(**_dual_theory(info, who, theory.parameters(info, who, M), dual_rule), **options)
+        chain = bandit_theory(info, who, M, c, radius, eta_constant, block_constant)
+        return cls.build({**_dual_theory(info, who, chain, dual_rule), "dual_rule": dual_rule}, overrides)

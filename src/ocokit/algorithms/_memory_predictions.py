@@ -124,6 +124,7 @@ class BanditOCOMemory(AbstractMemoryLearner):
 
     smoothing: SmoothingStep
     feedback: ClassVar[FeedbackKind] = ZEROTH_ORDER
+    theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity",)
 
     def __init__(self, eta: Any, delta: Any, **smoothing: Any):
         self.smoothing = SmoothingStep(eta=eta, delta=delta, **smoothing)  # x0, half_width, law, estimator, ...
@@ -132,13 +133,14 @@ class BanditOCOMemory(AbstractMemoryLearner):
         _checks.one_of("estimator", self.smoothing.estimator, VALUE_ESTIMATORS)  # values only: no "exact"
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> BanditOCOMemory:
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> BanditOCOMemory:
         """Theorem 1's parameters: ``eta_t = 1/(t mu)``, ``delta = 1/sqrt(T)``, Definition 1's truncation.
 
-        Needs ``constants.strong_convexity = mu > 0``; ``options`` are passed on (``law``, ``x0``, ...).
+        Needs ``constants.strong_convexity = mu > 0``; ``overrides`` give it by name, or constructor arguments
+        (``law``, ``x0``, ...).
         """
-        mu = info.require("strong_convexity", "BanditOCOMemory.from_theory")
-        return cls(eta=1.0 / mu, delta=1.0 / math.sqrt(info.horizon), **options)
+        mu = info.giving(overrides).require("strong_convexity", "BanditOCOMemory.from_theory")
+        return cls.build({"eta": 1.0 / mu, "delta": 1.0 / math.sqrt(info.horizon)}, overrides)
 
     def init(self, info, key):
         x0, half_width = self.smoothing.resolve(info)
@@ -297,6 +299,7 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
     smoothing: SmoothingStep
     strict_window: bool = eqx.field(static=True, default=False)
     feedback: ClassVar[FeedbackKind] = PREDICTIONS
+    theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity", "smoothness")
 
     def __init__(
         self,
@@ -313,23 +316,17 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
         self.smoothing = SmoothingStep(eta=eta, delta=delta, **smoothing)  # x0, half_width, law, estimator, ...
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, window: int, *, delta_prime: float = 1e-4, **options: Any):
+    def from_theory(cls, info: ProblemInfo, window: int, *, delta_prime: float = 1e-4, **overrides: Any):
         """Theorems 1-2: ``eta_r = 1/(r mu)``, ``delta = 1/sqrt(T)``, ``alpha = 1/(beta h)``, Definition 1.
 
         Needs ``constants.strong_convexity = mu > 0`` and ``constants.smoothness = beta`` (of each f_t on
         ``R^{dh}``, Assumption 1); ``delta_prime`` is "small" in Theorem 2 (its floor vanishes as
-        ``delta' -> 0``); ``options`` are passed on.
+        ``delta' -> 0``); ``overrides`` give either constant by name, or constructor arguments.
         """
-        mu = info.require("strong_convexity", "OCOMemoryLimitedPredictions.from_theory")
-        beta = info.require("smoothness", "OCOMemoryLimitedPredictions.from_theory")
-        return cls(
-            window=window,
-            eta=1.0 / mu,
-            alpha=1.0 / (beta * info.memory),
-            delta=1.0 / math.sqrt(info.horizon),
-            delta_prime=delta_prime,
-            **options,
-        )
+        info, who = info.giving(overrides), "OCOMemoryLimitedPredictions.from_theory"
+        mu, beta = info.require("strong_convexity", who), info.require("smoothness", who)
+        theory = {"window": window, "eta": 1.0 / mu, "alpha": 1.0 / (beta * info.memory)}
+        return cls.build({**theory, "delta": 1.0 / math.sqrt(info.horizon), "delta_prime": delta_prime}, overrides)
 
     # ------------------------------------------------------------------ schedule
     @property

@@ -250,23 +250,23 @@ class Hedge(AbstractLearner):
             raise ValueError(f"nu must be in [0, 1), got {arr if arr.ndim else arr.item()}")
         _checks.one_of("decay", self.decay, _DECAYS)
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound",)
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound",)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> Hedge:
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> Hedge:
         """``eta = sqrt(2 ln d / T) / F``, F bounding ``||grad f_t||_inf`` (regret ``<= F sqrt(2 T ln d)``).
 
         Args:
             info: the problem's information (the domain must be a simplex).
-            **options: ``grad_bound``, F (default ``info.constants.grad_bound``, an l2 bound, hence also an
+            **overrides: ``grad_bound``, F (default ``info.constants.grad_bound``, an l2 bound, hence also an
                 l_inf one), or any other constructor argument (``nu``, ``decay``, or ``eta`` itself).
         """
         EntropicGeometry().check_domain(info.domain)
-        info, overrides = cls.theory_inputs(info, options)
+        info = info.giving(overrides)
         F = info.require("grad_bound", "Hedge.from_theory")
         d = info.domain.shape[0]
         eta = math.sqrt(2 * math.log(d) / info.horizon) / F
-        return cls(**{"eta": eta, **overrides})
+        return cls.build({"eta": eta}, overrides)
 
     def init(self, info, key):
         del key

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, forwarded, hyperparameter, split_options
+from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
 from ocokit.algorithms._mirror import (
     AbstractMirrorGeometry,
     EntropicGeometry,
@@ -94,21 +94,13 @@ def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, name: str) 
     if L_g is None and K > 0:
         raise ValueError(f"{who} needs L_g (the Lipschitz constant of every grad g_k) when K = {K} > 0: pass L_g=...")
     L_g = 0.0 if L_g is None else L_g
-    if G is None:
-        G = (
-            0.0
-            if K == 0
-            else K * info.require("constraint_bound", f"{who} (G <= K constraint_bound)", allow_zero=True, argument="G")
-        )
-    if H is None:
-        H = (
-            0.0
-            if K == 0
-            else K
-            * info.require(
-                "constraint_grad_bound", f"{who} (H <= K constraint_grad_bound)", allow_zero=True, argument="H"
-            )
-        )
+
+    def summed(given: float | None, label: str, constant: str) -> float:  # the sum over K constraints, or K x bound
+        if given is not None or K == 0:
+            return 0.0 if given is None else given
+        return K * info.require(constant, f"{who} ({label} <= K {constant})", allow_zero=True, argument=label)
+
+    G, H = summed(G, "G", "constraint_bound"), summed(H, "H", "constraint_grad_bound")
     for label, value in (("L_g", L_g), ("G", G), ("H", H)):
         _checks.nonnegative(label, value)
     if variation is None:
@@ -136,7 +128,7 @@ class AbstractMirrorProx(AbstractLearner):
 
     The queue is :func:`~ocokit.algorithms._queues.mirror_prox_queue`. A concrete learner declares the
     fields below (Assumption 2.1's ``L_f, L_g, G, H >= 0`` as the part ``constants``,
-    :class:`MirrorProxConstants`, each readable as an attribute), its ``geometry``, ``alpha_bound`` (the
+    :class:`MirrorProxConstants`: ``learner.constants.L_f``), its ``geometry``, ``alpha_bound`` (the
     theorem's lower bound on ``alpha_t``) and ``prox_center``; ``init`` computes ``x_0`` and calls
     :meth:`initial_state`. Validated here: ``gamma, eta > 0``, ``known_constraints`` a function or ``None``.
 
@@ -159,20 +151,20 @@ class AbstractMirrorProx(AbstractLearner):
         if self.known_constraints is not None and not callable(self.known_constraints):
             raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
 
-    L_f = forwarded("constants")
-    L_g = forwarded("constants")
-    G = forwarded("constants")
-    H = forwarded("constants")
-
-    theory_constants: ClassVar[tuple[str, ...]] = (
-        "grad_bound",
-        "smoothness",
-        "constraint_bound",
-        "constraint_grad_bound",
-    )
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "smoothness", "constraint_bound", "constraint_grad_bound")
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, variation: float | None = None, **options: Any) -> AbstractMirrorProx:
+    def from_theory(
+        cls,
+        info: ProblemInfo,
+        *,
+        variation: float | None = None,
+        L_f: float | None = None,
+        L_g: float | None = None,
+        G: float | None = None,
+        H: float | None = None,
+        **overrides: Any,
+    ) -> AbstractMirrorProx:
         """``M = max{V, L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}`` (Theorems 4.1/4.2 for Algorithm 1,
         6.1 for Algorithm 2), and the learner's own :meth:`theory_parameters` (``rho``; ``nu = 1/T``).
 
@@ -186,22 +178,18 @@ class AbstractMirrorProx(AbstractLearner):
             L_f, L_g, G, H: the constants of Assumption 2.1. Defaults: the constant ``smoothness`` for L_f;
                 for K > 0, ``K constraint_bound`` for G and ``K constraint_grad_bound`` for H (safe upper
                 bounds of the sums); L_g must be given when K > 0. With K = 0 they default to 0.
-            **options: the constants ``grad_bound`` (F for the default V), ``smoothness``,
+            **overrides: the constants ``grad_bound`` (F for the default V), ``smoothness``,
                 ``constraint_bound``, ``constraint_grad_bound`` by name, or any other constructor argument
                 (``gamma``, ``eta``, ``rho``, ``nu``, ``geometry``, ``x0``, ``grad0``, ``known_constraints``),
                 which wins over the theory value.
         """
-        given, options = split_options(MirrorProxConstants, options)
-        info, overrides = cls.theory_inputs(info, options)
+        info = info.giving(overrides)
         own = cls.theory_parameters(info, overrides)
-        theory = _theory_parameters(
-            info, variation, *(given.get(name) for name in ("L_f", "L_g", "G", "H")), cls.__name__
-        )
-        return cls(**{**theory, **own, **overrides})
+        return cls.build({**_theory_parameters(info, variation, L_f, L_g, G, H, cls.__name__), **own}, overrides)
 
     @classmethod
     @abc.abstractmethod
-    def theory_parameters(cls, info: ProblemInfo, overrides: dict[str, Any]) -> dict[str, Any]:
+    def theory_parameters(cls, info: ProblemInfo, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """The learner's own theory parameters besides ``gamma``, ``eta``, ``L_f``, ``L_g``, ``G``, ``H``."""
 
     @abc.abstractmethod
@@ -374,7 +362,7 @@ class MirrorProx(AbstractMirrorProx):
             raise ValueError(f"geometry must be a mirror geometry, got {type(self.geometry).__name__}")
 
     @classmethod
-    def theory_parameters(cls, info: ProblemInfo, overrides: dict[str, Any]) -> dict[str, Any]:
+    def theory_parameters(cls, info: ProblemInfo, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Theorem 4.1's ``rho``: the modulus of the geometry (``overrides["geometry"]``, default Euclidean)."""
         return {"rho": overrides.get("geometry", EuclideanGeometry()).modulus(info.domain)}
 
@@ -393,8 +381,8 @@ class MirrorProx(AbstractMirrorProx):
 
     def alpha_bound(self, xi):
         """Theorem 4.1: ``(2 / rho)(gamma^2 L_g G + eta L_f^2 + 1 / eta + xi_t)``."""
-        gamma, eta = self.gamma, self.eta
-        return (2.0 / self.rho) * (gamma**2 * self.L_g * self.G + eta * self.L_f**2 + 1.0 / eta + xi)
+        gamma, eta, k = self.gamma, self.eta, self.constants
+        return (2.0 / self.rho) * (gamma**2 * k.L_g * k.G + eta * k.L_f**2 + 1.0 / eta + xi)
 
     def prox_center(self, domain, x_tilde):
         """Algorithm 1 centres both steps at ``x~_t`` itself."""
@@ -482,7 +470,7 @@ class SimplexMirrorProx(AbstractMirrorProx):
         _checks.in_closed_interval("nu", self.nu, 0.0, 1.0)
 
     @classmethod
-    def theory_parameters(cls, info: ProblemInfo, overrides: dict[str, Any]) -> dict[str, Any]:
+    def theory_parameters(cls, info: ProblemInfo, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Theorem 6.1's ``nu = 1/T`` (needs T > 2 and a ``Simplex(capped=False)`` domain)."""
         del overrides
         if info.horizon <= 2:
@@ -497,8 +485,8 @@ class SimplexMirrorProx(AbstractMirrorProx):
 
     def alpha_bound(self, xi):
         """Theorem 6.1: ``3 (eta L_f^2 + gamma^2 L_g G) + 2 / eta + 3 xi_t`` (constants 3/3/2/3, no rho)."""
-        gamma, eta = self.gamma, self.eta
-        return 3.0 * (eta * self.L_f**2 + gamma**2 * self.L_g * self.G) + 2.0 / eta + 3.0 * xi
+        gamma, eta, k = self.gamma, self.eta, self.constants
+        return 3.0 * (eta * k.L_f**2 + gamma**2 * k.L_g * k.G) + 2.0 / eta + 3.0 * xi
 
     def prox_center(self, domain, x_tilde):
         """Algorithm 2, Line 3: ``y~_t = (1 - nu) x~_t + nu / d`` (:func:`mix_uniform`)."""

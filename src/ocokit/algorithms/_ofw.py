@@ -1,14 +1,16 @@
 """The online Frank-Wolfe family: classic OFW (Hazan-Kale 2012), OFW with line search and SC-OFW (paper 001).
 
-All three hold an :class:`~ocokit.algorithms._ofw_player.OFWPlayer` (declared on :class:`AbstractOFW`) that
-plays one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen so far
-(one warm-started LMO call per round, no projection). They differ only in the player's step rule:
+All three play one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen so
+far (one warm-started LMO call per round, no projection), under a step rule of
+:mod:`ocokit.algorithms._ofw_player` (declared on :class:`AbstractOFW` as ``rule``, built from the learner's
+parameters). They differ only in that rule:
 
 * :class:`OFW`: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying step
-  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3);
-* :class:`OFWLineSearch`: the same surrogate, ``sigma_t`` the exact line search (paper 001, Algorithm 1);
+  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3; :class:`DecayingStep`);
+* :class:`OFWLineSearch`: the same surrogate, ``sigma_t`` the exact line search (paper 001, Algorithm 1;
+  :class:`LineSearchStep`);
 * :class:`SCOFW`: ``F_t(x) = sum_{tau<=t} <grad f_tau(x_tau), x> + lam/2 ||x - x_tau||^2`` with the exact line
-  search (paper 001, Algorithm 2).
+  search (paper 001, Algorithm 2; :class:`StronglyConvexStep`).
 """
 
 from typing import Any, ClassVar
@@ -19,26 +21,29 @@ from jaxtyping import Array
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._ofw_player import OFWPlayer
+from ocokit.algorithms._ofw_player import AbstractOFWStep, DecayingStep, LineSearchStep, StronglyConvexStep
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 
 class AbstractOFW(AbstractLearner):
-    """An online Frank-Wolfe learner: its player (a part) is the whole state; init/decide/diagnostics once.
+    """An online Frank-Wolfe learner: the player's state is the whole state; the round is written here once.
 
-    A final subclass declares ``player`` (the step rule) and writes ``update``, feeding the player the
-    round's gradient with its own parameters.
+    A final subclass declares ``rule``, its step rule (:class:`~ocokit.algorithms._ofw_player.AbstractOFWStep`)
+    built from its own parameters, fed the round's gradient.
     """
 
-    player: eqx.AbstractVar[OFWPlayer]
+    rule: eqx.AbstractVar[AbstractOFWStep]
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
 
     def init(self, info, key):
         del key
-        return self.player.init(info.domain)
+        return self.rule.init(info.domain)
 
     def decide(self, state):
         return state.x
+
+    def update(self, state, x, feedback):
+        return self.rule.step(state, feedback.grad(x), x)
 
     def diagnostics(self, state):
         return {
@@ -93,31 +98,30 @@ class OFW(AbstractOFW):
     eta: Array = hyperparameter()
     sigma0: Array = hyperparameter(default=2.0)
     surrogate: str = eqx.field(static=True, default="current")
-    player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
         _checks.positive("sigma0", self.sigma0)
         _checks.one_of("surrogate", self.surrogate, ("current", "previous"))
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+    @property
+    def rule(self) -> DecayingStep:
+        """The decaying step with ``eta`` and ``sigma0``, summing through round ``t - 1`` if ``"previous"``."""
+        return DecayingStep(self.eta, self.sigma0, lagged=self.surrogate == "previous")
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **options: Any) -> "OFW":
+    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **overrides: Any) -> "OFW":
         """Hazan (2016, Thm 7.3; not restated by Wan and Zhang): ``eta = D / (2 G T^{3/4})``, ``sigma0 = 2``.
 
-        Needs the constant ``grad_bound`` (G) and ``diameter`` (D) unless ``eta`` is given; ``options`` give
+        Needs the constant ``grad_bound`` (G) and ``diameter`` (D) unless ``eta`` is given; ``overrides`` give
         either by name, or constructor arguments (``sigma0``, ``surrogate``).
         """
-        info, options = cls.theory_inputs(info, options)
+        info = info.giving(overrides)
         if eta is None:
             who = f"{cls.__name__}.from_theory"
             eta = info.require("diameter", who) / (2.0 * info.require("grad_bound", who) * info.horizon**0.75)
-        return cls(eta=eta, **options)
-
-    def update(self, state, x, feedback):
-        lagged = self.surrogate == "previous"
-        return self.player.step(state, feedback.grad(x), x, eta=self.eta, sigma0=self.sigma0, lagged=lagged)
+        return cls.build({"eta": eta}, overrides)
 
 
 class OFWLineSearch(AbstractOFW):
@@ -133,7 +137,7 @@ class OFWLineSearch(AbstractOFW):
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                (line 7)
 
     Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``):
-    the player's ``"line_search"`` rule. ``x_1`` is ``K.center()``. One LMO call
+    the step rule :class:`~ocokit.algorithms._ofw_player.LineSearchStep`. ``x_1`` is ``K.center()``. One LMO call
     per round, warm-started (the LMO state is carried in the learner state), no projection.
 
     Source: Wan and Zhang, Algorithm 1, eq. (3), Lemma 1. Guarantee (Thm 1): for convex G-Lipschitz losses
@@ -162,27 +166,27 @@ class OFWLineSearch(AbstractOFW):
     """
 
     eta: Array = hyperparameter()
-    player: OFWPlayer = eqx.field(default=OFWPlayer("line_search"), init=False)
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
 
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+    @property
+    def rule(self) -> LineSearchStep:
+        """The exact line search with ``eta``."""
+        return LineSearchStep(self.eta)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **constants: float) -> "OFWLineSearch":
+    def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **overrides: Any) -> "OFWLineSearch":
         """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (``grad_bound`` and ``diameter`` are read
-        unless ``eta`` is given; ``constants`` give either by name)."""
-        info, options = cls.theory_inputs(info, constants)
+        unless ``eta`` is given; ``overrides`` give either by name)."""
+        info = info.giving(overrides)
         if eta is None:
             who = f"{cls.__name__}.from_theory"
             eta = info.require("diameter", who) / (
                 2.0 * info.require("grad_bound", who) * (info.horizon + 2) ** (2 / 3)
             )
-        return cls(eta=eta, **options)
-
-    def update(self, state, x, feedback):
-        return self.player.step(state, feedback.grad(x), x, eta=self.eta)
+        return cls.build({"eta": eta}, overrides)
 
 
 class SCOFW(AbstractOFW):
@@ -196,8 +200,8 @@ class SCOFW(AbstractOFW):
         sigma_t = clip(<c_t, x_t - v_t> / (lam t ||v_t - x_t||^2), 0, 1)            (line 6; 0 if v_t = x_t)
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                        (line 7)
 
-    Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the player's
-    ``"strongly_convex"`` rule. The implementation divides ``F_t`` by t
+    Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the step rule
+    :class:`~ocokit.algorithms._ofw_player.StronglyConvexStep`. The implementation divides ``F_t`` by t
     (running means ``S_t / t`` and ``P_t / t``, ``beta = lam``), which leaves ``v_t`` and ``sigma_t``
     unchanged and avoids the cancellation in ``t x_t - P_t`` (both terms grow linearly in t). ``x_1`` is
     ``K.center()``. Anytime: no T, D or G is needed.
@@ -231,15 +235,18 @@ class SCOFW(AbstractOFW):
     """
 
     lam: Array = hyperparameter()
-    player: OFWPlayer = eqx.field(default=OFWPlayer("strongly_convex"), init=False)
+    theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity",)
 
     def __check_init__(self):
         _checks.positive("lam", self.lam)
 
-    @classmethod
-    def from_theory(cls, info: ProblemInfo, *, lam: float | None = None) -> "SCOFW":
-        """Theorems 2 and 3 of paper 001: ``lam`` = the losses' modulus (the constant ``strong_convexity``)."""
-        return cls(lam=info.require("strong_convexity", f"{cls.__name__}.from_theory", lam))
+    @property
+    def rule(self) -> StronglyConvexStep:
+        """SC-OFW's step with ``lam``."""
+        return StronglyConvexStep(self.lam)
 
-    def update(self, state, x, feedback):
-        return self.player.step(state, feedback.grad(x), x, lam=self.lam)
+    @classmethod
+    def from_theory(cls, info: ProblemInfo, *, lam: float | None = None, **overrides: Any) -> "SCOFW":
+        """Theorems 2 and 3 of paper 001: ``lam`` = the losses' modulus (the constant ``strong_convexity``)."""
+        info = info.giving(overrides)
+        return cls.build({"lam": info.require("strong_convexity", f"{cls.__name__}.from_theory", lam)}, overrides)

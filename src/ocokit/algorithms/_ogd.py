@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -46,17 +46,20 @@ class OGD(AbstractLearner):
     eta: Float[Array, ""] = hyperparameter()
     decay: str = eqx.field(static=True, default="constant")
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
         _checks.one_of("decay", self.decay, _DECAYS)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo) -> OGD:
-        """Zinkevich's constant step ``eta = D / (G sqrt(T))`` (needs ``constants.grad_bound``)."""
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> OGD:
+        """Zinkevich's constant step ``eta = D / (G sqrt(T))`` (needs ``constants.grad_bound``; ``overrides`` give
+        ``grad_bound`` or ``diameter`` by name, or constructor arguments)."""
+        info = info.giving(overrides)
         G = info.require("grad_bound", "OGD.from_theory")
         D = info.require("diameter", "OGD.from_theory")
-        return cls(eta=D / (G * math.sqrt(info.horizon)))
+        return cls.build({"eta": D / (G * math.sqrt(info.horizon))}, overrides)
 
     def init(self, info, key):
         del key

@@ -5,8 +5,9 @@ arXiv:2305.01333, 2023. RECONSTRUCTED: neither the paper's text nor its abstract
 equations and every parameter value are a reconstruction from the paper that compares against it (Y. Wang,
 Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying Constraints", AAAI 2025:
 Table 1, Related Work, Experiments), not the authors' algorithm.
-The primal player is the shared :class:`~ocokit.algorithms._ofw_player.OFWPlayer` (rule ``"decaying"``), the
-dual one a named queue update of :mod:`ocokit.algorithms._queues`.
+The primal player is the shared online Frank-Wolfe player with the step rule
+:class:`~ocokit.algorithms._ofw_player.DecayingStep`, the dual one a named queue update of
+:mod:`ocokit.algorithms._queues`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
-from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
+from ocokit.algorithms._ofw_player import DecayingStep, _OFWPlayerState
 from ocokit.algorithms._queues import drift_plus_penalty, penalised_gradient, regularised_dual_ascent
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
@@ -84,7 +85,6 @@ class OPDP(AbstractLearner):
     dual_reg: Float[Array, ""] = hyperparameter(default=0.0)
     dual_rule: str = eqx.field(static=True, default="dpp_queue")
     hinge: bool = eqx.field(static=True, default=False)
-    player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
     reconstructed: ClassVar[bool] = True
 
@@ -96,16 +96,11 @@ class OPDP(AbstractLearner):
         _checks.nonnegative("dual_reg", self.dual_reg)
         _checks.one_of("dual_rule", self.dual_rule, _DUAL_RULES)
 
-    theory_constants: ClassVar[tuple[str, ...]] = (
-        "grad_bound",
-        "constraint_grad_bound",
-        "constraint_bound",
-        "diameter",
-    )
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "constraint_bound", "diameter")
 
     @classmethod
     def from_theory(
-        cls, info: ProblemInfo, *, dual_rule: str = "dpp_queue", scale: float = 1.0, **options: Any
+        cls, info: ProblemInfo, *, dual_rule: str = "dpp_queue", scale: float = 1.0, **overrides: Any
     ) -> OPDP:
         """Reconstructed parameters: our derivation, since the paper's exponents could not be read.
 
@@ -121,14 +116,14 @@ class OPDP(AbstractLearner):
             "lagrangian":  V = 1, mu, delta = B^2 sqrt(T) / Lambda^2  (so lambda <= B/(delta mu) = Lambda)
 
         Needs the constants ``grad_bound`` (G_f), ``constraint_grad_bound`` (G_g), ``constraint_bound`` (B)
-        and ``diameter`` (D); ``options`` give any of them by name, or constructor arguments (``hinge``).
+        and ``diameter`` (D); ``overrides`` give any of them by name, or constructor arguments (``hinge``).
         Measured (tests/algorithms/test_opdp.py): with ``"dpp_queue"`` regret and CCV grow at most like
         ``T^{5/6}``; with ``"lagrangian"`` the regulariser's leak ``delta mu = B / Lambda`` keeps the per-round
         violation near ``T^{-1/12}``, so its CCV is close to linear for ``T <= 10^4``.
         """
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)
         _checks.positive("scale", scale)
-        info, options = cls.theory_inputs(info, options)
+        info = info.giving(overrides)
         T, who = info.horizon, f"{cls.__name__}.from_theory"
         D, Gf = info.require("diameter", who), info.require("grad_bound", who)
         Gg, B = info.require("constraint_grad_bound", who), info.require("constraint_bound", who)
@@ -136,12 +131,18 @@ class OPDP(AbstractLearner):
         mu = cap / (B * math.sqrt(T))
         eta = D / (2.0 * (Gf + cap * Gg) * T**0.75)
         if dual_rule == "dpp_queue":
-            return cls(eta=eta * mu, V=1.0 / mu, dual_rule=dual_rule, **options)
-        return cls(eta=eta, V=1.0, mu=mu, dual_reg=B / (cap * mu), dual_rule=dual_rule, **options)
+            return cls.build({"eta": eta * mu, "V": 1.0 / mu, "dual_rule": dual_rule}, overrides)
+        lagrangian = {"eta": eta, "V": 1.0, "mu": mu, "dual_reg": B / (cap * mu), "dual_rule": dual_rule}
+        return cls.build(lagrangian, overrides)
+
+    @property
+    def rule(self) -> DecayingStep:
+        """The primal player's step: OFW's decaying step with ``eta`` and ``sigma0``."""
+        return DecayingStep(self.eta, self.sigma0)
 
     def init(self, info, key):
         del key
-        player = self.player.init(info.domain)
+        player = self.rule.init(info.domain)
         return _OPDPState(player=player, queue=jnp.zeros((info.num_constraints,), player.x.dtype))
 
     def decide(self, state):
@@ -149,7 +150,7 @@ class OPDP(AbstractLearner):
 
     def update(self, state, x, feedback):
         c, g = penalised_gradient(feedback, x, self.V, state.queue, self.hinge)
-        player = self.player.step(state.player, c, x, eta=self.eta, sigma0=self.sigma0)
+        player = self.rule.step(state.player, c, x)
         if self.dual_rule == "dpp_queue":
             Q = drift_plus_penalty(state.queue, g)
         else:

@@ -131,24 +131,24 @@ class RECOO(AbstractQueueLearner):
         _checks.one_of("queue_uses", self.queue_uses, _QUEUE_USES)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> RECOO:
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> RECOO:
         """The convex schedule ``alpha_t = t^{1/2}``, ``gamma_t = t^{1/2 + 0.01}``, ``eta_t = t^{1/2}``.
 
         These exponents are RECOO's convex choice as paper 003's tables use them; the theorem's own
-        constants are **(unverified)** (not read in Guo et al.). ``options`` go to the constructor.
+        constants are **(unverified)** (not read in Guo et al.). ``overrides`` replace constructor arguments.
         """
         del info
-        return cls(alpha=1.0, gamma=1.0, eta=1.0, epsilon=0.01, **options)
+        return cls.build({"alpha": 1.0, "gamma": 1.0, "eta": 1.0, "epsilon": 0.01}, overrides)
 
     @classmethod
-    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **options: Any) -> RECOO:
+    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **overrides: Any) -> RECOO:
         """Paper 003's parameters **[S]**: Table 3 (time-varying, Fig. 1) ``alpha_t = 0.5 t^{1/2}``,
         ``gamma_t = t^{1/2+eps}``; Table 4 (QP) ``alpha_t = t^{1/2}``, ``gamma_t = 7 t^{1/2+eps}``; Table 5
         (LP) ``alpha_t = t^{1/2}``, ``gamma_t = t^{1/2+eps}``; Table 6 (jobs) ``alpha_t = 0.7 t^{1/2}``,
         ``gamma_t = t^{1/2+eps}``; always ``eta_t = t^{1/2}`` and ``eps = 0.01``."""
         del info
         alpha, gamma = paper_table(_RECOO_TABLES, table)
-        return cls(alpha=alpha, gamma=gamma, eta=1.0, epsilon=0.01, **options)
+        return cls.build({"alpha": alpha, "gamma": gamma, "eta": 1.0, "epsilon": 0.01}, overrides)
 
     def init(self, info, key):
         del key
@@ -275,18 +275,18 @@ class Yi2021(AbstractQueueLearner):
         _checks.one_of("gamma_rule", self.gamma_rule, _GAMMA_RULES)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, c: float = 0.5, **options: Any) -> Yi2021:
+    def from_theory(cls, info: ProblemInfo, *, c: float = 0.5, **overrides: Any) -> Yi2021:
         """``alpha = 1 / T^c`` and ``gamma = T^{c/2}`` (``gamma ~ alpha^{-1/2}``; **(unverified)**)."""
         del info
-        return cls(alpha0=1.0, gamma0=1.0, c=c, gamma_rule="code", **options)
+        return cls.build({"alpha0": 1.0, "gamma0": 1.0, "c": c, "gamma_rule": "code"}, overrides)
 
     @classmethod
-    def from_paper(cls, info: ProblemInfo, *, table: int = 4, **options: Any) -> Yi2021:
+    def from_paper(cls, info: ProblemInfo, *, table: int = 4, **overrides: Any) -> Yi2021:
         """Paper 003 **[S]**: Table 4 (QP) ``alpha = 100 / T^{1/2}``, ``gamma = 2.5 / T^{c/2}``; Table 5 (LP)
         ``alpha = 2 / T^{1/2}``, ``gamma = 1 / T^{c/2}``; ``c = 0.5`` (``gamma_rule`` may be overridden)."""
         del info
         alpha0, gamma0 = paper_table(_YI2021_TABLES, table)
-        return cls(alpha0=alpha0, gamma0=gamma0, c=0.5, **options)
+        return cls.build({"alpha0": alpha0, "gamma0": gamma0, "c": 0.5}, overrides)
 
     def steps(self, T: int, dtype=None) -> tuple[Array, Array]:
         """``(alpha, gamma)`` for horizon ``T``."""
@@ -390,18 +390,18 @@ class Yi2023(AbstractLearner):
         _checks.one_of("start", self.start, STARTS)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, *, kappa: float = 0.5, **options: Any) -> Yi2023:
+    def from_theory(cls, info: ProblemInfo, *, kappa: float = 0.5, **overrides: Any) -> Yi2023:
         """Unit scales, ``alpha_t, beta_t ~ t^{-kappa}`` and ``gamma_t ~ t^{-(1-kappa)}`` **(unverified)**."""
         del info
-        return cls(alpha=1.0, gamma=1.0, beta=1.0, kappa=kappa, **options)
+        return cls.build({"alpha": 1.0, "gamma": 1.0, "beta": 1.0, "kappa": kappa}, overrides)
 
     @classmethod
-    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **options: Any) -> Yi2023:
+    def from_paper(cls, info: ProblemInfo, *, table: int = 3, **overrides: Any) -> Yi2023:
         """Paper 003 **[S]**: Table 3 (time-varying) ``alpha_t = 3/sqrt(t)``, ``gamma_t = 0.1/sqrt(t)``,
         ``beta_t = 5/sqrt(t)``; Table 6 (jobs) ``alpha_t = 100/sqrt(t)``, ``gamma_t = beta_t = 1/sqrt(t)``."""
         del info
         alpha, gamma, beta = paper_table(_YI2023_TABLES, table)
-        return cls(alpha=alpha, gamma=gamma, beta=beta, kappa=0.5, **options)
+        return cls.build({"alpha": alpha, "gamma": gamma, "beta": beta, "kappa": 0.5}, overrides)
 
     def init(self, info, key):
         del key

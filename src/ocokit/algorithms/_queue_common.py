@@ -1,8 +1,8 @@
 """The parts of the virtual-queue family of paper 003: COLDQ, COLDQ-Expert, RECOO, Yi et al. 2021 and 2023.
 
 * :class:`HingeProx`: the per-round solver part, the exact hinge-penalised proximal step of
-  :mod:`ocokit.algorithms._hinge_prox` with its options (``solver``, ``tol``, ``max_iter``) and the
-  starting point ``x_1`` (``start``), validated once.
+  :mod:`ocokit.algorithms._hinge_prox` with its options (the solver's kind ``solver``, ``tol``, ``max_iter``)
+  and the starting point ``x_1`` (``start``), validated once.
 * :class:`AbstractQueueLearner`: the family's abstract class; a learner of it holds a ``prox`` part and
   plays the ``x`` of its state.
 * :class:`QueueState`: the common state, with its diagnostics.
@@ -26,7 +26,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, hyperparameter
-from ocokit.algorithms._hinge_prox import SOLVERS, HingeProxSolution, hinge_prox_step
+from ocokit.algorithms._hinge_prox import AbstractHingeSolver, HingeProxSolution, as_solver, hinge_prox_step
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 from ocokit.sets import AbstractSet
 
@@ -62,9 +62,12 @@ class HingeProx(_checks.Checked):
     Args:
         tol: relative tolerance of the solve (dual KKT residual in units of ``g``), > 0; an array leaf.
         max_iter: cap on dual Newton steps per round, >= 1 (static).
-        solver: how the step is solved (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`): ``"auto"``
-            uses the problem's declared structure (``affine_constraints`` / ``log_capacity_constraint``)
-            and the generic smooth solver otherwise; ``"affine"`` asserts ``g`` is affine.
+        solver: how the step is solved: a solver kind
+            (:class:`~ocokit.algorithms._hinge_prox.AbstractHingeSolver`) or its name
+            (:data:`~ocokit.algorithms._hinge_prox.SOLVERS`, mapped here): ``"auto"``
+            (:class:`~ocokit.algorithms._hinge_prox.DeclaredSolver`) uses the problem's declared structure
+            (``affine_constraints`` / ``log_capacity_constraint``) and the generic smooth solver otherwise;
+            ``"affine"`` asserts ``g`` is affine.
         start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of paper 003's setups, as
             in the COLDQ authors' code); ``"center"`` plays ``X.center()`` (static).
 
@@ -76,7 +79,7 @@ class HingeProx(_checks.Checked):
 
     tol: Float[Array, ""] = hyperparameter(_checks.positive, default=1e-11)
     max_iter: int = _checks.checked_field(_checks.positive_int, static=True, default=50)
-    solver: str = _checks.checked_field(_checks.among(SOLVERS), static=True, default="auto")
+    solver: AbstractHingeSolver = eqx.field(converter=as_solver, default="auto")
     start: str = _checks.checked_field(_checks.among(STARTS), static=True, default="origin")
 
     def start_point(self, domain: AbstractSet) -> Array:

@@ -1,11 +1,12 @@
 """Full-information TVC learners of paper 000 (Wang, Wan, Zhang, AAAI 2025): OFW-TVC and SCOFW-TVC.
 
 Both feed the gradient of the Lyapunov drift-plus-penalty surrogate of eq. (6) (formed from first-order
-feedback by :meth:`ocokit.algorithms._tvc_common.LyapunovSurrogate.full_information`) to an
-:class:`~ocokit.algorithms._ofw_player.OFWPlayer`: OFW-TVC's is the parameter-free OFW (rule ``"decaying"``,
-restarted when the surrogate-gradient bound doubles), SCOFW-TVC's the strongly convex OFW with exact line
-search (rule ``"strongly_convex"``, with ``lam = 2 C_1``). The bandit variants BFW-TVC and SCBFW-TVC are in
-:mod:`ocokit.algorithms._bandit_tvc`.
+feedback by :meth:`ocokit.algorithms._tvc_common.LyapunovSurrogate.full_information`) to an online Frank-Wolfe
+player under a step rule of :mod:`ocokit.algorithms._ofw_player`: OFW-TVC's is the parameter-free OFW
+(:class:`~ocokit.algorithms._ofw_player.DecayingStep`, restarted when the surrogate-gradient bound doubles),
+SCOFW-TVC's the strongly convex OFW with exact line search
+(:class:`~ocokit.algorithms._ofw_player.StronglyConvexStep` with ``lam = 2 C_1``). The bandit variants BFW-TVC and
+SCBFW-TVC are in :mod:`ocokit.algorithms._bandit_tvc`.
 """
 
 import abc
@@ -18,27 +19,25 @@ from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
 from ocokit.algorithms._base import ProblemInfo, hyperparameter
-from ocokit.algorithms._ofw_player import OFWPlayer, _OFWPlayerState
-from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, restart_if_doubled, with_overrides
+from ocokit.algorithms._ofw_player import AbstractOFWStep, DecayingStep, StronglyConvexStep, _OFWPlayerState
+from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
 
 class AbstractOFWTVC(AbstractLyapunovLearner):
-    """A full-information TVC learner: an OFW player (a part) on the surrogate of eq. (6), and the queue.
+    """A full-information TVC learner: an OFW player on the surrogate of eq. (6), and the queue.
 
     ``init``, ``decide`` and ``diagnostics`` (one LMO call per round, the queue) are written here once; a final
-    subclass declares its ``player`` and the surrogate's ``beta``, ``gamma``, ``lam``, ``phi``
-    (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`), and writes ``update`` and the
-    diagnostics of its own step (``step_diagnostics``).
+    subclass declares the surrogate's ``beta``, ``gamma``, ``lam``, ``phi``
+    (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`), its step ``rule`` and writes ``update``
+    and the diagnostics of its own step (``step_diagnostics``).
     """
 
-    player: eqx.AbstractVar[OFWPlayer]
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
-    theory_constants: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
 
     def init(self, info, key):
         del key
-        player = self.player.init(info.domain)
+        player = self.rule(1.0).init(info.domain)  # G~_1 = 1
         one, zero = jnp.asarray(1, jnp.int32), jnp.asarray(0, jnp.int32)
         return _TVCState(player, jnp.zeros((), player.x.dtype), jnp.ones((), player.x.dtype), one, zero)
 
@@ -47,6 +46,10 @@ class AbstractOFWTVC(AbstractLyapunovLearner):
 
     def diagnostics(self, state):
         return {"oracle_calls": jnp.asarray(1, jnp.int32), "queue": state.queue, **self.step_diagnostics(state)}
+
+    @abc.abstractmethod
+    def rule(self, G_tilde: Any) -> AbstractOFWStep:
+        """The player's step rule in an epoch with the doubling estimate ``G~_k`` (SCOFW-TVC's ignores it)."""
 
     @abc.abstractmethod
     def step_diagnostics(self, state: "_TVCState") -> dict[str, Array]:
@@ -121,7 +124,7 @@ class OFWTVC(AbstractOFWTVC):
     phi: str = eqx.field(static=True, default="exp")
     sum_index: str = eqx.field(static=True, default="current")
     doubling: str = eqx.field(static=True, default="analytic")
-    player: OFWPlayer = eqx.field(default=OFWPlayer("decaying"), init=False)
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
@@ -131,15 +134,20 @@ class OFWTVC(AbstractOFWTVC):
             _checks.positive("G", self.G)
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **options: Any) -> "OFWTVC":
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> "OFWTVC":
         """Theorem 1 of 000: ``beta = 1/(2^6 G D)``, ``gamma = 1``, ``eta = D/(2 T^{3/4})``, ``lam = 1/(2 T^{3/4})``.
 
-        ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)``; ``options`` give each constant
+        ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)``; ``overrides`` give each constant
         by name, or override any field.
         """
-        (G, D, T, _), overrides = cls.read_constants(info, options)
-        theory = cls(beta=1.0 / (64.0 * G * D), gamma=1.0, eta=D / (2.0 * T**0.75), G=G, lam=0.5 * T**-0.75)
-        return with_overrides(theory, overrides)
+        info, who, T = info.giving(overrides), f"{cls.__name__}.from_theory", info.horizon
+        G, D = lipschitz_bound(info, who), info.require("diameter", who)
+        theory = {"beta": 1.0 / (64.0 * G * D), "gamma": 1.0, "eta": D / (2.0 * T**0.75), "G": G, "lam": 0.5 * T**-0.75}
+        return cls.build(theory, overrides)
+
+    def rule(self, G_tilde):
+        """OFW's decaying step with ``eta_k = eta / G~_k`` and ``sigma0 = 2`` (eqs. 9-13)."""
+        return DecayingStep(self.eta / G_tilde, 2.0, lagged=self.sum_index == "lagged")
 
     def update(self, state, x, feedback):
         grad, Q, w = self.lyapunov.full_information(feedback, x, state.queue)
@@ -150,9 +158,8 @@ class OFWTVC(AbstractOFWTVC):
         G_tilde, restart = restart_if_doubled(state.G_tilde, bound)  # s_{k+1} = t: a new epoch starts at t
         t = state.t + 1
         epoch_start = jnp.where(restart, t, state.epoch_start)
-        lagged = self.sum_index == "lagged"
-        eta_k = self.eta / G_tilde
-        player = self.player.step(state.player, grad, x, eta=eta_k, sigma0=2.0, lagged=lagged, restart=restart)
+        rule = self.rule(G_tilde)
+        player = rule.step(rule.restarted(state.player, restart, x), grad, x)
         return _TVCState(player, Q, G_tilde, epoch_start, t)
 
     def step_diagnostics(self, state):
@@ -174,7 +181,7 @@ class SCOFWTVC(AbstractOFWTVC):
         sigma_t = argmin_{sigma in [0, 1]} F_t^sc(x_t + sigma (v_t - x_t))   (eq. 16; Hessian 2 C_1 t I)
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                               (eq. 17)
 
-    This is SC-OFW's step (the player's ``"strongly_convex"`` rule with ``lam = 2 C_1``), which divides
+    This is SC-OFW's step (:class:`~ocokit.algorithms._ofw_player.StronglyConvexStep`, ``lam = 2 C_1``), which divides
     ``F_t^sc`` by t (running means of the gradients and iterates): same ``v_t`` and ``sigma_t``.
 
     Source: Wang, Wan and Zhang, Algorithm 2, eqs. (14)-(17) (eq. 17 prints ``sigma_{s_k,t}``, a typo for the
@@ -208,31 +215,36 @@ class SCOFWTVC(AbstractOFWTVC):
     alpha_f: Float[Array, ""] = hyperparameter()
     lam: Float[Array, ""] = hyperparameter(default=math.nan)
     phi: str = eqx.field(static=True, default="square_plus_linear")
-    player: OFWPlayer = eqx.field(default=OFWPlayer("strongly_convex"), init=False)
+    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "strong_convexity")
 
     def __check_init__(self):
         _checks.positive("alpha_f", self.alpha_f)
 
     @classmethod
     def from_theory(
-        cls, info: ProblemInfo, *, alpha_f: float | None = None, theory: str = "proof", **options: Any
+        cls, info: ProblemInfo, *, alpha_f: float | None = None, theory: str = "proof", **overrides: Any
     ) -> "SCOFWTVC":
         """Theorem 2 of 000: ``gamma = G/(G + alpha_f D)``, ``Phi = x^2 + x``, beta of eq. (40) or statement.
 
         ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``,
-        ``D`` and ``options`` as in :meth:`OFWTVC.from_theory`.
+        ``D`` and ``overrides`` as in :meth:`OFWTVC.from_theory`.
         """
         _checks.one_of("theory", theory, THEORIES)
-        (G, D, T, read), overrides = cls.read_constants(info, options)
-        a = read("strong_convexity", alpha_f)
+        info, who, T = info.giving(overrides), f"{cls.__name__}.from_theory", info.horizon
+        G, D = lipschitz_bound(info, who), info.require("diameter", who)
+        a = info.require("strong_convexity", who, alpha_f)
         T23 = T ** (2.0 / 3.0)
         beta = a / (500.0 * G * T23 * (G + a * D)) if theory == "proof" else 1.0 / (G * D * T23)
-        return with_overrides(cls(beta=beta, gamma=G / (G + a * D), alpha_f=a), overrides)
+        return cls.build({"beta": beta, "gamma": G / (G + a * D), "alpha_f": a}, overrides)
+
+    def rule(self, G_tilde):
+        """SC-OFW's step with ``lam = 2 C_1 = gamma beta alpha_f`` (``F_t^sc`` has Hessian ``2 C_1 t I``)."""
+        del G_tilde
+        return StronglyConvexStep(self.gamma * self.beta * self.alpha_f)
 
     def update(self, state, x, feedback):
         grad, Q, _ = self.lyapunov.full_information(feedback, x, state.queue)
-        lam = self.gamma * self.beta * self.alpha_f  # 2 C_1: F_t^sc has Hessian 2 C_1 t I
-        player = self.player.step(state.player, grad, x, lam=lam)
+        player = self.rule(state.G_tilde).step(state.player, grad, x)
         return _TVCState(player, Q, state.G_tilde, state.epoch_start, state.t + 1)
 
     def step_diagnostics(self, state):

@@ -14,9 +14,7 @@ Reference: Y. Wang, Y. Wan and L. Zhang, "Revisiting Projection-Free Online Lear
 Constraints", AAAI 2025 (arXiv:2501.16919).
 """
 
-import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -118,25 +116,12 @@ class LyapunovSurrogate(eqx.Module):
         return value, Q, w
 
 
-class TheoryConstants(NamedTuple):
-    """What every ``from_theory`` of paper 000 reads first (:meth:`AbstractLyapunovLearner.read_constants`)."""
-
-    G: float
-    """The common Lipschitz bound of f_t and g_t (Assumption 2; :func:`lipschitz_bound`)."""
-    D: float
-    """The diameter of K (Assumption 1)."""
-    T: int
-    """The horizon."""
-    read: Callable[..., float]
-    """``read(name, override=None)``: another constant, through :meth:`ProblemInfo.require` (``override`` wins)."""
-
-
 class AbstractLyapunovLearner(AbstractLearner):
     """A TVC learner of paper 000: it declares ``beta``, ``gamma``, ``lam`` and ``phi``, and its surrogate part
     ``lyapunov`` (:class:`LyapunovSurrogate`, eq. 6) is built from them here, once (which checks them).
 
-    ``from_theory`` reads ``G`` (:func:`lipschitz_bound`) and ``D = diameter(K)`` (:meth:`read_constants`), and
-    each constant of a subclass's ``theory_constants`` may be given to it by name.
+    ``from_theory`` reads ``G`` (:func:`lipschitz_bound`) and ``D = diameter(K)``, and each constant of a
+    subclass's ``theory_reads`` may be given to it by name (:meth:`~ocokit.algorithms.AbstractLearner.build`).
     """
 
     beta: eqx.AbstractVar[Float[Array, ""]]
@@ -151,22 +136,6 @@ class AbstractLyapunovLearner(AbstractLearner):
     def lyapunov(self) -> LyapunovSurrogate:
         """The surrogate of eq. (6) with this learner's ``beta``, ``gamma``, ``lam`` and ``phi``."""
         return LyapunovSurrogate(self.beta, self.gamma, self.lam, self.phi)
-
-    @classmethod
-    def read_constants(cls, info: ProblemInfo, options: Mapping[str, Any]) -> tuple[TheoryConstants, dict[str, Any]]:
-        """The start of every ``from_theory`` (Thms 1-4 of 000): ``(G, D, T, read)`` and the field overrides.
-
-        The constants named in ``options`` are given to ``info`` (:meth:`theory_inputs`), then ``G`` and ``D`` are
-        read, each through :meth:`ProblemInfo.require` with this class's ``from_theory`` named in its error; the
-        other options are field overrides (:func:`with_overrides`).
-        """
-        info, overrides = cls.theory_inputs(info, options)
-        who = f"{cls.__name__}.from_theory"
-
-        def read(name: str, override: Any = None) -> float:
-            return info.require(name, who, override)
-
-        return TheoryConstants(lipschitz_bound(info, who), read("diameter"), info.horizon, read), overrides
 
 
 def double_until(G_tilde: Array, bound: Array) -> Array:
@@ -186,7 +155,7 @@ def restart_if_doubled(G_tilde: Array, bound: Array) -> tuple[Array, Array]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Theory constants, parameter checks and the suite cases.
+# Theory constants.
 
 
 THEORIES = ("proof", "statement")
@@ -203,12 +172,3 @@ def lipschitz_bound(info: ProblemInfo, who: str) -> float:
     if info.num_constraints:
         G = max(G, info.require("constraint_grad_bound", who))
     return G
-
-
-def with_overrides(learner, overrides: dict[str, Any]):
-    """``learner`` with some fields replaced (``from_theory(info, beta=...)``); unknown names raise."""
-    names = [f.name for f in dataclasses.fields(learner) if f.init]
-    unknown = set(overrides) - set(names)
-    if unknown:
-        raise ValueError(f"unknown parameters {sorted(unknown)} for {type(learner).__name__}; valid: {names}")
-    return dataclasses.replace(learner, **overrides)

@@ -36,6 +36,7 @@ the knobs that move each bandit method (:data:`KNOBS`).
 
 from __future__ import annotations
 
+import operator
 from pathlib import Path
 
 import equinox as eqx
@@ -101,9 +102,14 @@ def zero_loss(problem: OnlineMatrixCompletion) -> float:
     return 0.5 * float(r @ r if problem.sampling == "all" else problem.batch_size * np.mean(r * r))
 
 
+_FIELDS = {("LPM", "eta"): "chain.eta", ("LBPM", "eta"): "chain.eta"}
+"""Knobs held by a part of the learner: (class, knob) -> the field's path."""
+
+
 def scale_knob(learner: AbstractLearner, knob: str, scale: float) -> AbstractLearner:
-    """``learner`` with its numeric field ``knob`` multiplied by ``scale``."""
-    return eqx.tree_at(lambda lrn: getattr(lrn, knob), learner, getattr(learner, knob) * scale)
+    """``learner`` with its numeric field ``knob`` (in a part: :data:`_FIELDS`) multiplied by ``scale``."""
+    field = operator.attrgetter(_FIELDS.get((type(learner).__name__, knob), knob))
+    return eqx.tree_at(field, learner, field(learner) * scale)
 
 
 def build(label: str, info: ProblemInfo, value=None) -> AbstractLearner:
