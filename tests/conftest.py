@@ -2,6 +2,8 @@
 never flips these)."""
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import jax
@@ -9,7 +11,8 @@ import pytest
 
 # The tests compile with the library's own options (XLA's defaults), as users do. The CLI's persistent cache is off
 # in the CLI commands the tests run (an empty OCOKIT_CACHE_DIR, inherited by their subprocesses), so the user's cache
-# folder is never touched; a user's own JAX_COMPILATION_CACHE_DIR turns JAX's on.
+# folder is never touched; JAX's own cache is the test run's (pytest_configure) or the user's
+# JAX_COMPILATION_CACHE_DIR.
 if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
     jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("OCOKIT_CACHE_DIR", "")
@@ -21,6 +24,32 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # Strict dtype promotion (no implicit int32/int64, float32/float64 or bool/float mixing: every cast is written
 # out) for the test modules that exercise the library's numerics end to end; the others keep JAX's default.
 STRICT_PROMOTION = ("tests/sets/", "tests/algorithms/test_learner_suite.py")
+
+
+_CACHE_OPTIONS = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def pytest_configure(config):
+    """One JAX compilation cache for the whole test run, shared by its xdist workers and removed at its end.
+
+    The test modules free their compiled programs (below), and many compile the same ones: with the cache, a program
+    is compiled once per run and loaded by the other modules and workers (the same compiled program, with the same
+    options). The workers inherit the folder through the environment; a user's own ``JAX_COMPILATION_CACHE_DIR`` is
+    used instead, and kept.
+    """
+    if hasattr(config, "workerinput") or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    config.ocokit_jax_cache = tempfile.mkdtemp(prefix="ocokit-tests-jax-cache-")
+    os.environ.update({"JAX_COMPILATION_CACHE_DIR": config.ocokit_jax_cache, **_CACHE_OPTIONS})
+    jax.config.update("jax_compilation_cache_dir", config.ocokit_jax_cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "ocokit_jax_cache", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items):

@@ -59,9 +59,11 @@ def test_common_random_numbers_same_rounds_for_every_learner():
 
 def test_sweep_equals_separate_runs_and_chunking_is_invisible():
     problem, learner = TimeVaryingRegression(), OGD(eta=0.02)
-    swept = ocokit.sweep(learner, problem, 15, [0, 1, 2, 3, 4], chunk_size=2)
+    swept = ocokit.sweep(learner, problem, 15, [0, 1, 2, 3, 4], chunk_size=2, comparators=False)
     for s in range(5):
-        np.testing.assert_allclose(swept.loss[s], ocokit.run(learner, problem, 15, s).loss, rtol=1e-12)
+        np.testing.assert_allclose(
+            swept.loss[s], ocokit.run(learner, problem, 15, s, comparators=False).loss, rtol=1e-12
+        )
 
 
 def test_sweep_over_a_stacked_grid():
@@ -182,7 +184,11 @@ def _first_case_of_each_learner() -> list[tuple[str, object, object]]:
     return [c for c in first.values() if type(c[1]).feedback is not PREDICTIONS]  # Session takes no lookahead
 
 
-@pytest.mark.parametrize("case", _first_case_of_each_learner(), ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",  # six learners in the unit tier, every learner in the integration tier
+    [pytest.param(c, id=c[0], marks=() if i < 6 else pytest.mark.integration)
+     for i, c in enumerate(_first_case_of_each_learner())],
+)  # fmt: skip
 def test_session_plays_every_learner_as_run_does(case):
     """Decision by decision and loss by loss (the Session packs its state into a few buffers per call)."""
     _, learner, problem = case
@@ -326,8 +332,8 @@ def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branche
 
     assert branches(learner, False) >= 1
     assert branches(grid, True) == branches(learner, False)
-    out = ocokit.sweep(grid, problem, 9, 2, batched_learner=True)
-    np.testing.assert_allclose(out.loss[1, 1], ocokit.run(doubled, problem, 9, 1).loss, rtol=1e-12)
+    out = ocokit.sweep(grid, problem, 9, 2, batched_learner=True, comparators=False)
+    np.testing.assert_allclose(out.loss[1, 1], ocokit.run(doubled, problem, 9, 1, comparators=False).loss, rtol=1e-12)
 
 
 class _BlowsUp(ocokit.algorithms.AbstractLearner):
@@ -382,13 +388,17 @@ def test_seeds_become_the_keys_jax_gives(seeds):
 
 def test_compiler_options_reach_the_compiled_program_and_bad_ones_are_named():
     problem, learner = TimeVaryingRegression(), OGD(eta=0.01)
-    plain = ocokit.run(learner, problem, 9, 2)
-    loop = ocokit.run(learner, problem, 9, 2, compiler_options={"xla_cpu_use_fusion_emitters": False})
+    plain = ocokit.run(learner, problem, 9, 2, comparators=False)
+    loop = ocokit.run(
+        learner, problem, 9, 2, comparators=False, compiler_options={"xla_cpu_use_fusion_emitters": False}
+    )
     np.testing.assert_allclose(loop.loss, plain.loss, rtol=1e-12)  # the same game, compiled otherwise
-    swept = ocokit.sweep(learner, problem, 9, [2], compiler_options={"xla_cpu_use_fusion_emitters": False})
+    swept = ocokit.sweep(
+        learner, problem, 9, [2], comparators=False, compiler_options={"xla_cpu_use_fusion_emitters": False}
+    )
     np.testing.assert_array_equal(swept.loss[0], loop.loss)
     with pytest.raises(Exception, match="xla_no_such_option"):  # XLA itself names an option it does not know
-        ocokit.run(learner, problem, 9, 2, compiler_options={"xla_no_such_option": True})
+        ocokit.run(learner, problem, 9, 2, comparators=False, compiler_options={"xla_no_such_option": True})
     with pytest.raises(ValueError, match="compiler_options must be a dict"):
         ocokit.run(learner, problem, 9, 2, compiler_options=["xla_cpu_use_fusion_emitters"])
 

@@ -71,6 +71,7 @@ def _run(out: Path):
     return result
 
 
+@pytest.mark.integration  # runs an experiment through the CLI
 def test_the_cache_folder_is_created_readable_by_its_owner_only(cache, tmp_path):
     result = _run(tmp_path / "out")
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
@@ -78,6 +79,7 @@ def test_the_cache_folder_is_created_readable_by_its_owner_only(cache, tmp_path)
 
 
 @pytest.mark.parametrize("mode", [0o770, 0o757, 0o777], ids=["group-writable", "others-writable", "0777"])
+@pytest.mark.integration  # runs an experiment through the CLI
 def test_a_cache_folder_others_may_write_in_is_not_used(cache, tmp_path, mode):
     cache.mkdir()
     cache.chmod(mode)
@@ -101,6 +103,7 @@ def test_a_cache_folder_another_user_owns_is_not_used(cache, monkeypatch, capsys
     )
 
 
+@pytest.mark.integration  # runs an experiment through the CLI
 def test_a_read_only_cache_folder_is_one_warning_line(cache, tmp_path, monkeypatch):
     cache.mkdir(mode=0o700)
     cache.chmod(0o500)
@@ -114,6 +117,7 @@ def test_a_read_only_cache_folder_is_one_warning_line(cache, tmp_path, monkeypat
     assert list(cache.iterdir()) == []
 
 
+@pytest.mark.integration  # runs an experiment through the CLI
 def test_a_cache_whose_entries_were_swapped_is_run_again_without_it(cache, tmp_path):
     first = _run(tmp_path / "first")
     assert not _warnings(first.output)

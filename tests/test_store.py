@@ -211,6 +211,7 @@ def _same_runs(one: Path, other: Path) -> list[Path]:
     return names[0]
 
 
+@pytest.mark.integration  # an experiment run four times
 def test_a_comparison_computes_each_seeds_comparators_once_for_every_algorithm(tmp_path, monkeypatch):
     exp, T, seeds, computed = experiments.get("store-smoke"), 20, 3, []
     real = harness.comparators

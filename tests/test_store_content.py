@@ -51,8 +51,16 @@ def _small(tmp_path: Path) -> Path:
     ("source", "differs"),
     [
         (lambda out, tmp: _file(out, "OGD", 1), r"seed 1 instead of 0, key \S+ instead of \S+"),
-        (lambda out, tmp: _file(out, "OGD-slow", 0), r"algorithm 'OGD-slow' instead of 'OGD', key \S+ instead of \S+"),
-        (lambda out, tmp: _file(_small(tmp), "OGD", 0), rf"T {T // 2} instead of {T}, key \S+ instead of \S+"),
+        pytest.param(
+            lambda out, tmp: _file(out, "OGD-slow", 0),
+            r"algorithm 'OGD-slow' instead of 'OGD', key \S+ instead of \S+",
+            marks=pytest.mark.integration,
+        ),
+        pytest.param(
+            lambda out, tmp: _file(_small(tmp), "OGD", 0),
+            rf"T {T // 2} instead of {T}, key \S+ instead of \S+",
+            marks=pytest.mark.integration,
+        ),
     ],
     ids=["swapped-seeds", "swapped-algorithms", "other-T"],
 )

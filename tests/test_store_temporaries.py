@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ocokit import cli, results
@@ -58,6 +59,7 @@ def test_temporary_names_are_ocokits_own():
         assert results._TMP.fullmatch(user) is None, user
 
 
+@pytest.mark.integration  # every command on one store
 def test_a_users_tmp_files_survive_run_export_and_plot_and_only_dead_ocokit_temporaries_go(tmp_path):
     out, elsewhere, exports = tmp_path / "out", tmp_path / "elsewhere", tmp_path / "exports"
     users = _plant(out)  # an existing folder given as --out, with the user's files in it

@@ -268,6 +268,7 @@ def offline_pgd(problem, env_key, x_init, alpha, K):
     [pytest.param(3, paper_problem, marks=pytest.mark.slow), (4, boxed_problem)],
     ids=["h2-W3", "h3-W4-not-divisible"],
 )
+@pytest.mark.integration  # long runs of the reference loop
 def test_exact_gradients_reproduce_K_projected_gradient_steps_on_C_T(window, make_problem):
     problem = make_problem()
     x0 = float(problem.x0[0])
@@ -345,6 +346,7 @@ def test_a_query_beyond_the_problems_window_is_flagged_not_answered():
         ocokit.run(eager, problem, T, 0)
 
 
+@pytest.mark.integration  # long runs of the reference loop
 def test_no_lookahead_beyond_the_window():
     from ..helpers import Perturbed
 
