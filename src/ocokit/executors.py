@@ -327,7 +327,7 @@ class _Reaper:
         if roots:
             quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
             self.proc = subprocess.Popen([sys.executable, "-c", _REAPER], stdin=subprocess.PIPE, **quiet)
-            self._running.append(self.proc)
+            self._running[:] = [p for p in self._running if p.poll() is None] + [self.proc]  # the ended ones reaped
             self.watch()
 
     @staticmethod
