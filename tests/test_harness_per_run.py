@@ -1,4 +1,4 @@
-"""``harness.per_run``: an offline quantity on each seed's environment is the one the seed's run plays."""
+"""``studies.per_run``: an offline quantity on each seed's environment is the one the seed's run plays."""
 
 import jax
 import jax.numpy as jnp
@@ -6,9 +6,9 @@ import numpy as np
 
 import ocokit
 from ocokit.algorithms import Constant
-from ocokit.harness import per_run
 from ocokit.problems import OnlineLinear
 from ocokit.sets import Box
+from ocokit.studies import per_run
 
 
 def _losses_at_center(problem, episode, env_key, T, scale):

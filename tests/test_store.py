@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ocokit
-from ocokit import experiments, harness, results
+from ocokit import experiments, results, studies
 from ocokit.algorithms import OGD
 from ocokit.problems import JobScheduling
 
@@ -214,13 +214,13 @@ def _same_runs(one: Path, other: Path) -> list[Path]:
 @pytest.mark.integration  # an experiment run four times
 def test_a_comparison_computes_each_seeds_comparators_once_for_every_algorithm(tmp_path, monkeypatch):
     exp, T, seeds, computed = experiments.get("store-smoke"), 20, 3, []
-    real = harness.comparators
+    real = studies.comparators
 
     def spy(problem, T, seeds, **kwargs):  # the real computation, its seeds noted
         computed.append(list(seeds))
         return real(problem, T, seeds, **kwargs)
 
-    monkeypatch.setattr(harness, "comparators", spy)
+    monkeypatch.setattr(studies, "comparators", spy)
     exp.run(T=T, seeds=seeds, out=tmp_path / "here")
     assert computed == [[0, 1, 2]]  # by the first algorithm's unit; the second algorithm's reuses them
     exp.run(T=T, seeds=seeds, out=tmp_path / "elsewhere", executor=_Elsewhere())
@@ -238,7 +238,7 @@ def test_a_comparison_computes_each_seeds_comparators_once_for_every_algorithm(t
 
 def test_a_unit_that_fails_raises_after_the_units_before_it_are_stored(tmp_path, monkeypatch):
     exp, T, seeds, plays = experiments.get("store-smoke"), 20, 2, []
-    real_play = harness.play
+    real_play = studies.play
 
     def play(learner, *args, **kwargs):
         plays.append(float(learner.eta))
@@ -246,7 +246,7 @@ def test_a_unit_that_fails_raises_after_the_units_before_it_are_stored(tmp_path,
             raise RuntimeError("the slow learner failed")
         return real_play(learner, *args, **kwargs)
 
-    monkeypatch.setattr(harness, "play", play)
+    monkeypatch.setattr(studies, "play", play)
     with pytest.raises(RuntimeError, match="the slow learner failed"):
         exp.run(T=T, seeds=seeds, out=tmp_path)
     assert plays == [0.05, 0.01]

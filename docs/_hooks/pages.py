@@ -263,12 +263,10 @@ def figure_record(name: str) -> dict | None:
 
 
 def _subject_module(experiment, modules):
-    """The module that declares ``experiment``: where its study, algorithms or claims are defined."""
-    candidates = [experiment.study, *(a.make for a in experiment.algorithms), *(c.check for c in experiment.claims)]
-    for obj in candidates:
-        name = getattr(obj, "__module__", None) or ""
-        if name.startswith("ocokit.experiments."):
-            return modules[name]
+    """The module that declares ``experiment`` (holds it as a module-level name)."""
+    for name, module in sorted(modules.items()):
+        if name.startswith("ocokit.experiments.") and any(v is experiment for v in vars(module).values()):
+            return module
     return None
 
 

@@ -1,48 +1,34 @@
-"""The experiment harness: an experiment is data; running, storing, resuming, plotting and claims live here.
+"""Experiments declared as data, and their registry.
 
 An :class:`Experiment` declares its name, paper, typed :class:`Option` s, algorithms, claims and a study
-``study(experiment, ctx) -> Outcome``: a :class:`Comparison` (algorithms x seeds, common random numbers, each
-seed's comparators computed once for all algorithms) or a sweep over T, a problem parameter or a window (a
-function of the paper module that asks ``ctx.cells`` for stored runs and fits :func:`exponent`). The harness
-parses the options once, computes the missing runs in units on an executor (:mod:`ocokit.executors`: in
-process, or on a Ray cluster), stores one Parquet file per run keyed by the content of its configuration
-(:mod:`ocokit.results`) and skips stored ones, draws the figures, checks the claims and writes
-``summary.json`` (with T, seeds, options, the data folder and the provenance: ``plot`` redraws from disk,
-computing nothing). The paper modules of :mod:`ocokit.experiments` declare their experiments with it.
+``study(experiment, ctx) -> Outcome`` (:mod:`ocokit.studies`: a :class:`~ocokit.studies.Comparison` of algorithms
+x seeds, or a :class:`~ocokit.studies.Sweep` over a grid). :meth:`Experiment.run` parses the options once, lets
+the study compute its missing runs through the store (:mod:`ocokit.store`: resumed, units on an executor), draws
+the figures, checks the claims and writes ``summary.json`` (with T, seeds, options, the data folder and the
+provenance: :meth:`Experiment.plot` redraws from disk, computing nothing). The paper modules of
+:mod:`ocokit.experiments` declare their experiments with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ocokit import _checks, metrics
+from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine import Trajectory, comparators, split_key, sweep, with_comparators
 from ocokit.executors import AbstractExecutor, Local
-from ocokit.fingerprints import describe_each, provenance
+from ocokit.fingerprints import provenance
 from ocokit.plotting import band_figure
-from ocokit.results import (
-    CorruptRunError,
-    atomic_write_json,
-    check_writable_folder,
-    load_records,
-    run_path,
-    save_records,
-)
+from ocokit.results import atomic_write_json, check_writable_folder
+from ocokit.store import Context
 
 Summary = dict[str, dict[str, Any]]
 """Per algorithm label: ``{metric: {"mean": float, "std": float}, "note": str, ...}``."""
-Records = tuple[dict[str, np.ndarray], dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,127 +171,6 @@ class Outcome:
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-@dataclasses.dataclass
-class Context:
-    """One run of a study: sizes, parsed options, and the store of runs (``compute=False``: read only)."""
-
-    experiment: Experiment
-    T: int
-    seeds: int
-    out: Path
-    data_dir: Path | None
-    options: dict[str, Any]
-    raw: dict[str, str]
-    progress: Progress
-    compute: bool = True
-    executor: AbstractExecutor = dataclasses.field(default_factory=Local)
-    reuse_across_versions: bool = False
-    new: int = 0
-    skipped: int = 0
-
-    def path(self, label: str, config: Mapping[str, Any]) -> Path:
-        """Where the run of ``config`` under ``label`` is stored, or will be (:func:`ocokit.results.run_path`)."""
-        return run_path(self.out, self.experiment.name, label, config, reuse_across_versions=self.reuse_across_versions)
-
-    def cells(
-        self,
-        label: str,
-        configs: Mapping[Any, dict],
-        compute: Callable[[list], Mapping[Any, Records]],
-        unit: int | None = None,
-        paths: Mapping[Any, Path] | None = None,
-    ) -> dict[Any, Records]:
-        """The stored runs of ``configs`` (key -> configuration), running the missing ones with ``compute``.
-
-        The missing keys are split into units of ``unit`` keys (``None``: one unit), each computed by
-        ``compute(keys) -> {key: (columns, metadata)}`` on the executor; each unit's runs are stored as it
-        completes, so an interrupted command keeps every finished unit. A stored run is read back and validated
-        before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows), or that holds
-        another run than its name promises (its stored key, T, seed or algorithm: a warning naming it), counts as
-        missing and is recomputed, its file replaced atomically (read only, ``compute=False``: an error naming it).
-        A run computed now is returned as its file reads back (what :func:`save_records` returns), without
-        reading the file. ``paths`` (key -> :meth:`path`) spares computing the paths again when the caller has.
-        """
-        name = self.experiment.name
-        paths = {k: self.path(label, c) for k, c in configs.items()} if paths is None else dict(paths)
-        stored: dict[Any, Records] = {}
-        missing, corrupt = [], {}
-        for k, p in paths.items():
-            expect = {"algorithm": label, **configs[k], "experiment": name}  # as save_records below stores it
-            try:  # checked by content: another run's file under this name is recomputed, with a warning naming it
-                stored[k] = load_records(p, expect=expect, recompute=self.compute)
-            except FileNotFoundError:
-                missing.append(k)
-            except CorruptRunError as err:
-                if not self.compute:
-                    raise ValueError(f"{err}; run the experiment again to recompute it") from None
-                missing.append(k)
-                corrupt[k] = p
-        if missing and not self.compute:
-            raise ValueError(
-                f"{len(missing)} of {len(paths)} runs of {name!r} ({label}) are not stored under {self.out} "
-                f"(the first: {paths[missing[0]]}); run it first"
-            )
-        for k in corrupt:  # recomputed now, so stored under this version's key
-            paths[k] = run_path(self.out, name, label, configs[k])
-        self.progress.start(label, len(paths))
-        self.progress.advance(label, len(paths) - len(missing))
-        units = _units(missing, unit or max(len(missing), 1))
-        shown = describe_each(configs)
-        for _, done in self.executor.map(compute, units):
-            for k, (columns, meta) in done.items():  # kept as the file reads back (save_records returns it)
-                stored[k] = save_records(
-                    paths[k], columns, {"algorithm": label, **shown[k], "experiment": name, **meta}
-                )
-                if k in corrupt and corrupt[k] != paths[k]:  # a damaged run of another version: superseded
-                    corrupt[k].unlink(missing_ok=True)
-            self.progress.advance(label, len(done))
-        self.new, self.skipped = self.new + len(missing), self.skipped + len(paths) - len(missing)
-        return {k: stored[k] for k in paths}
-
-
-def _units(keys: list, size: int) -> list[list]:
-    """``keys`` cut into units of ``size`` consecutive keys (the last may be shorter)."""
-    return [keys[i : i + size] for i in range(0, len(keys), size)]
-
-
-def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], **kwargs) -> tuple[Trajectory, float]:
-    """``sweep(learner, problem, T, seeds, **kwargs)`` and its wall time per round of one run."""
-    tic = time.perf_counter()
-    traj = sweep(learner, problem, T, list(seeds), **kwargs)
-    traj.loss.block_until_ready()
-    return traj, (time.perf_counter() - tic) / (T * len(seeds))
-
-
-def round_columns(traj: Trajectory, i: int) -> dict[str, np.ndarray]:
-    """Run ``i``'s per-round columns: ``t``, ``loss``, each constraint ``g1..gN`` and the scalar diagnostics."""
-    # indexed on the host: indexing a device array would compile one small program per shape
-    T, cons = traj.loss.shape[-1], np.asarray(traj.constraints)[i]
-    cols = {"t": np.arange(1, T + 1), "loss": np.asarray(traj.loss)[i]}
-    cols.update({f"g{n + 1}": cons[:, n] for n in range(cons.shape[1])})
-    diag = {f"diag_{k}": np.asarray(v)[i] for k, v in traj.diagnostics.items()}
-    return cols | {k: v for k, v in diag.items() if v.ndim == 1}
-
-
-def per_run(fn: Callable[..., Any], problem: Any, T: int, seeds: Sequence[int], *args: Any) -> np.ndarray:
-    """``fn(problem, episode, env_key, T, *args)`` on the environment of each of ``seeds`` (its first T rounds).
-
-    Seed ``s``'s environment is the one a run of seed ``s`` plays, learner aside (an offline quantity: an optimum,
-    a variation); one compiled computation vmapped over the seeds, ``args`` other than arrays static.
-    """
-    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
-    return np.asarray(_per_run(fn, problem, T, keys, *args))
-
-
-@eqx.filter_jit
-def _per_run(fn, problem, T, keys, *args):
-    def one(key):
-        env_key = split_key(key)[0]
-        return fn(problem, problem.episode(env_key, T), env_key, T, *args)
-
-    return jax.vmap(one)(keys)
-
-
 @dataclasses.dataclass(kw_only=True)
 class Experiment:
     """A named experiment, declared as data (module doc). ``paper`` names the paper and figure."""
@@ -427,13 +292,6 @@ def final(summary: Summary, algorithm: str, metric: str) -> float:
     return summary[algorithm][metric]["mean"]
 
 
-def exponent(xs, values) -> tuple[float, float] | None:
-    """Log-log slope and its standard error (:func:`ocokit.metrics.growth_exponent`); None if unfittable."""
-    if len(xs) < 3 or min(values) <= 0:
-        return None
-    return metrics.growth_exponent(np.asarray(xs, float), np.asarray(values, float))
-
-
 def select(algorithms: Sequence[Algorithm], chosen: Sequence[str] | None) -> list[Algorithm]:
     """The algorithms named by the option ``algorithms`` (all when ``None``), in their order."""
     valid = [a.label for a in algorithms]
@@ -444,85 +302,6 @@ def select(algorithms: Sequence[Algorithm], chosen: Sequence[str] | None) -> lis
 
 
 ALGORITHMS = Option("algorithms", list, None, "comma-separated labels to run (default: all)")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Comparison:
-    """The algorithms x seeds study: every algorithm on ``make_problem(T, data_dir, options)``, S seeds.
-
-    Each seed's comparators are computed once, for all the algorithms (:func:`ocokit.comparators`), when the first
-    unit that lacks them asks; a unit computed in another process (Ray) computes its own seeds'.
-
-    Args:
-        make_problem: the problem, from the horizon, the data folder and the parsed options.
-        panels: metrics of :data:`ocokit.metrics.ROUND_METRICS` drawn, one panel each; ``logy``: log axes.
-        make_algorithms: ``(ctx, problem) -> algorithms`` when they depend on options (default: the
-            experiment's, filtered by the option ``algorithms`` if declared).
-        describe: ``problem -> dict`` written to ``summary.json`` under ``"problem"``.
-        chunk_size: seeds vmapped at once (a unit of work), for the learners and the comparators.
-    """
-
-    make_problem: Callable[[int, Path | None, Mapping[str, Any]], Any]
-    panels: tuple[str, ...] = ("cumulative_loss", "hard_violation")
-    logy: tuple[str, ...] = ()
-    make_algorithms: Callable[[Context, Any], Sequence[Algorithm]] | None = None
-    describe: Callable[[Any], dict[str, Any]] = lambda problem: {"class": type(problem).__name__}
-    chunk_size: int = 10
-
-    def __post_init__(self):
-        unknown = set(self.panels) - set(metrics.ROUND_METRICS)
-        if unknown:
-            raise ValueError(f"panels {sorted(unknown)} are not metrics; choose from {sorted(metrics.ROUND_METRICS)}")
-        _checks.positive_int("chunk_size", self.chunk_size)
-
-    def __call__(self, exp: Experiment, ctx: Context) -> Outcome:
-        T, problem = ctx.T, self.make_problem(ctx.T, ctx.data_dir, ctx.options)
-        info = ProblemInfo.of(problem, T)
-        algos = self.make_algorithms(ctx, problem) if self.make_algorithms else exp.algorithms
-        plan = [(algo, algo.make(info)) for algo in select(algos, ctx.options.get("algorithms")) if algo.make]
-        configs = {algo.label: {s: {"algorithm": algo.label, "learner": learner, "problem": problem,
-                                    "options": ctx.raw, "T": T, "seed": s} for s in range(ctx.seeds)}
-                   for algo, learner in plan}  # fmt: skip
-        env = _SeedComparators(problem, T, self.chunk_size)  # for every algorithm
-        curves: dict[str, dict[str, np.ndarray]] = {}
-        summary: Summary = {}
-        for algo, learner in plan:
-
-            def compute(missing, learner=learner):
-                traj, seconds = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
-                traj = with_comparators(traj, env(missing))
-                per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
-                return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
-                        for i, s in enumerate(missing)}  # fmt: skip
-
-            cells = ctx.cells(algo.label, configs[algo.label], compute, self.chunk_size)
-            records = list(cells.values())
-            names = [k for k in metrics.ROUND_METRICS if k in records[0][0]]
-            curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
-            summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
-            seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
-            summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
-        title = f"{exp.title} ({exp.paper}, T = {T})"
-        figure = Figure(curves, panels=self.panels, kwargs={"title": title, "logy": self.logy})
-        return Outcome(summary, [figure], {"problem": self.describe(problem)})
-
-
-class _SeedComparators:
-    """Each seed's comparator losses (:func:`ocokit.comparators`), computed once for all the algorithms of a
-    :class:`Comparison`, in chunks of ``chunk_size`` seeds, and kept on the host."""
-
-    def __init__(self, problem: Any, T: int, chunk_size: int):
-        self.problem, self.T, self.chunk_size = problem, T, chunk_size
-        self.values: dict[int, dict[str, np.ndarray]] = {}
-
-    def __call__(self, seeds: Sequence[int]) -> dict[str, np.ndarray]:
-        """``{name: (len(seeds), T)}``: the comparators of ``seeds``, stacked in their order."""
-        todo = [s for s in seeds if s not in self.values]
-        if todo:
-            fresh = comparators(self.problem, self.T, todo, chunk_size=self.chunk_size)
-            fresh = {k: np.asarray(v) for k, v in fresh.items()}
-            self.values.update({s: {k: v[i] for k, v in fresh.items()} for i, s in enumerate(todo)})
-        return {k: np.stack([self.values[s][k] for s in seeds]) for k in self.values[seeds[0]]}
 
 
 _REGISTRY: dict[str, Experiment] = {}

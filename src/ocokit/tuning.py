@@ -24,8 +24,9 @@ from ocokit import metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 from ocokit.engine import stack, sweep
 from ocokit.fingerprints import config_hash
-from ocokit.harness import Context, Experiment, Option
+from ocokit.harness import Experiment, Option
 from ocokit.results import atomic_write_json
+from ocokit.store import Context
 
 GRID = tuple(10.0**k for k in range(-5, 6))
 """The grid {10^-5, 10^-4, ..., 10^5} of a knob."""

@@ -3,14 +3,13 @@
 from ocokit.experiments import matrix_completion as matrix_completion
 from ocokit.experiments import memory_predictions as memory_predictions
 from ocokit.experiments import mirror_prox as mirror_prox
+from ocokit.experiments import simplex_mirror_prox as simplex_mirror_prox
 from ocokit.experiments import strongly_convex_sets as strongly_convex_sets
 from ocokit.experiments import virtual_queues as virtual_queues
 from ocokit.harness import (
     Algorithm,
     Claim,
     ClaimResult,
-    Comparison,
-    Context,
     Experiment,
     Figure,
     Option,
@@ -19,9 +18,11 @@ from ocokit.harness import (
     get,
     names,
     register,
-)  # fmt: skip
+)
+from ocokit.store import Context
+from ocokit.studies import Cell, Comparison, Fit, Plot, Runs, Sweep
 from ocokit.tuning import TUNING_CRITERION, TUNING_OPTIONS, Tuning, choose, grid_search
 
-__all__ = ["TUNING_CRITERION", "TUNING_OPTIONS", "Algorithm", "Claim", "ClaimResult", "Comparison", "Context",
-           "Experiment", "Figure", "Option", "Outcome", "Report", "Tuning", "choose", "get", "grid_search", "names",
-           "register"]  # fmt: skip
+__all__ = ["TUNING_CRITERION", "TUNING_OPTIONS", "Algorithm", "Cell", "Claim", "ClaimResult", "Comparison", "Context",
+           "Experiment", "Figure", "Fit", "Option", "Outcome", "Plot", "Report", "Runs", "Sweep", "Tuning", "choose",
+           "get", "grid_search", "names", "register"]  # fmt: skip

@@ -54,9 +54,10 @@ from ocokit.algorithms import (
     Constant,
     ProblemInfo,
 )
-from ocokit.harness import Algorithm, Claim, Comparison, Experiment, Option, final, register
+from ocokit.harness import Algorithm, Claim, Experiment, Option, final, register
 from ocokit.problems import OnlineMatrixCompletion
 from ocokit.problems._matrix_completion import CONSTANT_RULES, SAMPLINGS
+from ocokit.studies import Comparison
 from ocokit.tuning import TUNING_OPTIONS, Tuning, knob_values
 
 ALPHA_F = 1.0

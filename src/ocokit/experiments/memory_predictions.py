@@ -33,10 +33,11 @@ import numpy as np
 
 from ocokit import metrics
 from ocokit.algorithms import BanditOCOMemory, OCOMemoryLimitedPredictions
-from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, per_run, play, register
+from ocokit.harness import Algorithm, Claim, Experiment, Option, register
 from ocokit.problems import QuadraticWithMemory
 from ocokit.problems._base import all_rounds
 from ocokit.sets import Box
+from ocokit.studies import Cell, Fit, Plot, Sweep, per_run, play
 
 PAPER = {"eta": 0.2, "alpha": 0.05, "delta": 0.2, "delta_prime": 1e-4, "x0": 0.5}
 HALF_WIDTH = 2.0  # the experiments' truncation [-2, 2] ("slightly modify Definition 1")
@@ -44,6 +45,8 @@ LAWS = {"gaussian": "Gaussian", "truncated_gaussian": "truncated Gaussian", "rad
 POINTS = {"two_point": "two-point", "one_point": "one-point"}
 DIVERGED = 1e6  # |Reg| above this (or non-finite) counts as a diverged run of the literal setting
 HORIZON_CONFIGS = tuple((law, est) for law in ("gaussian", "truncated_gaussian") for est in ("two_point", "one_point"))
+CONFIGS = {f"{LAWS[law]}, {POINTS[est]}": (law, est) for law in LAWS for est in POINTS}
+"""Label -> (smoothing law, estimator) of every configuration."""
 _LITERAL_CLAIM = "single-point feedback with the paper's parameters on X = R stays finite (the paper plots it)"
 OPTIONS = (
     Option("box", float, 5.0, "X = [-box, box]", low=0, above=True),
@@ -70,11 +73,6 @@ def num_seeds(law: str, seeds: int, share: float) -> int:
 def make_problem(box: float) -> QuadraticWithMemory:
     """The paper's problem (d = 1, h = 2, ``x0 = 0.5``) on ``X = [-box, box]``."""
     return QuadraticWithMemory(Box(-box, box, dim=1), memory=2, x0=PAPER["x0"])
-
-
-def iqr(values: np.ndarray) -> list[float]:
-    """Interquartile range of each column (nan entries ignored)."""
-    return np.subtract(*np.nanpercentile(values, [75, 25], axis=0)).tolist()
 
 
 def _optimal_cost(problem: QuadraticWithMemory, episode, env_key, T: int) -> jax.Array:
@@ -120,93 +118,72 @@ def _literal(ctx, name, learners, seeds, plotted_setting) -> dict[str, Any]:
     }
 
 
-def _outcome(exp, summary, curves, panels, literal, setting, **kwargs) -> Outcome:
-    lit = summary[literal]
-    title = f"{exp.title} ({exp.paper})\n{setting}"
-    if lit["diverged"]:
-        title += f"; one-point on R (paper) diverged in {lit['diverged']}/{lit['runs']} runs: shown on the box"
-    return Outcome(summary, [Figure(curves, "", panels, {"band": "quartiles", "title": title, **kwargs})])
+def _config(algo, ctx) -> tuple[str, str] | None:
+    """The (law, estimator) of ``algo``'s label, ``None`` when the options leave it out."""
+    law, est = CONFIGS[algo.label]
+    return (law, est) if law in ctx.options["laws"] and est in ctx.options["points"] else None
 
 
-def _horizon(exp, ctx) -> Outcome:
-    o, T, seeds = ctx.options, ctx.T, ctx.seeds
-    if seeds > 1000:
-        raise ValueError(f"seeds must be <= 1000 (run ids are 1000 T + seed), got {seeds}")
-    hs, problem = list(range(min(5, T), T + 1)), make_problem(o["box"])
-    curves, summary = {}, {}
-    for (law, est), algo in zip(HORIZON_CONFIGS, exp.algorithms, strict=True):
-        if law not in o["laws"] or est not in o["points"]:
-            continue
-        learner, S = algo.make(None), num_seeds(law, seeds, o["truncated_share"])
-        base = {"learner": learner, "problem": problem, "seeds": S, "T_max": T}
+def _seeds(algo, cell, ctx) -> range:
+    return range(num_seeds(CONFIGS[algo.label][0], ctx.seeds, ctx.options["truncated_share"]))
 
-        def compute(missing, learner=learner, S=S):
-            seed_ids = [1000 * h + s for h in hs for s in range(S)]  # fresh instance per (T, seed)
-            traj, seconds = play(learner, problem, T, seed_ids, chunk_size=256, throw=False)
-            loss, done = np.asarray(traj.loss), {}
-            for i, h in enumerate(hs):
-                rows = slice(i * S, (i + 1) * S)
-                cost, best = loss[rows, :h].sum(axis=1), per_run(_optimal_cost, problem, h, seed_ids[rows])
-                cols = {"seed": np.asarray(seed_ids[rows]), "regret": cost - best, "cost": cost, "optimal_cost": best}
-                done[h] = cols, {"wall_seconds_per_round": seconds}
-            return {h: done[h] for h in missing}
 
-        records = list(ctx.cells(algo.label, {h: {**base, "T": h} for h in hs}, compute).values())
-        reg, ts = np.stack([r[0]["regret"] for r in records], axis=1), np.asarray(hs, float)  # (S, len(hs))
-        curves[algo.label] = {"Reg / sqrt(T)": reg / np.sqrt(ts), "Reg / T": reg / ts}
-        summary[algo.label] = {
-            "regret": metrics.quartiles(reg[:, -1]),
-            "reg_over_sqrt_T": metrics.quartiles(reg[:, -1] / math.sqrt(hs[-1])),
-            "reg_over_T": metrics.quartiles(reg[:, -1] / hs[-1]),
-            "by_T": {"T": hs, "mean_regret": np.nanmean(np.where(np.isfinite(reg), reg, np.nan), axis=0).tolist(),
-                     "median_regret": np.nanmedian(reg, axis=0).tolist(),
-                     "iqr_reg_over_sqrt_T": iqr(reg / np.sqrt(ts))},
-            "seeds": S, "diverged": int((~np.isfinite(reg).all(axis=1)).sum()),
-            "wall_seconds_per_round": float(np.mean([r[1]["wall_seconds_per_round"] for r in records])),
-            "note": "subroutine (a) alone = Algorithm 1's x^0",
-        }  # fmt: skip
-    box = f"X = [-{o['box']:g}, {o['box']:g}]"
+def _horizon_measure(runs) -> dict[str, np.ndarray]:
+    """Dynamic regret of the first T rounds against the offline optimum of those rounds (eq. 3)."""
+    cost, T = runs.loss.sum(axis=1), runs.cell.T
+    regret = cost - per_run(_optimal_cost, runs.cell.problem, T, runs.seeds)
+    return {"regret": regret, "regret_over_sqrt_T": regret / math.sqrt(T), "regret_over_T": regret / T}
+
+
+def _window_measure(runs) -> dict[str, np.ndarray]:
+    """Dynamic regret (nan where the run turned non-finite) and its log (nan where not positive)."""
+    regret = np.where(runs.first_bad_round >= 0, np.nan, np.sum(runs.loss - runs.optimum_loss, axis=1))
+    return {"regret": regret, "log_regret": np.log(np.where(regret > 0, regret, np.nan))}
+
+
+def _literal_horizon(exp, ctx) -> dict[str, Any]:
     literal = f"{LAWS['truncated_gaussian']}, one-point (literal: unconstrained)"
-    summary[literal] = _literal(ctx, literal, {None: _bandit("truncated_gaussian", "one_point")},
-                                min(seeds, o["literal_seeds"]), f"the paper's parameters on {box}")  # fmt: skip
-    panels = ["Reg / sqrt(T)", "Reg / T"]
-    return _outcome(exp, summary, curves, panels, literal, box, x=np.asarray(hs), xlabel="T", logy=panels)
+    box = f"X = [-{ctx.options['box']:g}, {ctx.options['box']:g}]"
+    learners = {None: _bandit("truncated_gaussian", "one_point")}
+    return {literal: _literal(ctx, literal, learners, min(ctx.seeds, ctx.options["literal_seeds"]),
+                              f"the paper's parameters on {box}")}  # fmt: skip
 
 
-def _window(exp, ctx) -> Outcome:
-    o, T, seeds = ctx.options, ctx.T, ctx.seeds
-    windows, problem = o["windows"], make_problem(o["box"])
-    box, curves, summary = f"X = [-{o['box']:g}, {o['box']:g}]", {}, {}
-    for law in LAWS:
-        for est in POINTS:
-            if law not in o["laws"] or est not in o["points"]:
-                continue
-            name, S = label(law, est), num_seeds(law, seeds, o["truncated_share"])
-            learners = {W: _algorithm1(law, est, W, o) for W in windows}
-            configs = {W: {"learner": learners[W], "problem": problem, "seeds": S, "T": T, "W": W} for W in windows}
-            compute = lambda ws, ls=learners, S=S: {W: _regrets(ls[W], problem, T, range(S)) for W in ws}  # noqa: E731
-            records = list(ctx.cells(name, configs, compute).values())
-            reg = np.stack([c["regret"] for c, _ in records], axis=1)  # (S, len(windows))
-            log_reg = np.log(np.where(reg > 0, reg, np.nan))
-            curves.setdefault(LAWS[law], {})[f"log(Reg), {POINTS[est]}"] = log_reg
-            med = np.nanmedian(log_reg, axis=0)
-            slope, _, r2 = metrics.linear_fit(windows, med) if len(windows) >= 2 else (math.nan,) * 3
-            summary[name] = {
-                "log_regret_first_W": metrics.quartiles(log_reg[:, 0]),
-                "log_regret_last_W": metrics.quartiles(log_reg[:, -1]),
-                "by_W": {"W": windows, "median_log_regret": med.tolist(),
-                         "mean_regret": np.nanmean(reg, axis=0).tolist(), "iqr_log_regret": iqr(log_reg)},
-                "slope_per_W": slope, "r2": r2, "seeds": S, "diverged": int((~np.isfinite(reg)).sum()),
-                "wall_seconds_per_round": float(np.mean([m["wall_seconds_per_round"] for _, m in records])),
-                "note": f"delta' = {_algorithm1(law, est, 1, o).delta_prime:g}, {box}",
-            }  # fmt: skip
+def _literal_window(exp, ctx) -> dict[str, Any]:
+    o, windows = ctx.options, ctx.options["windows"]
     literal = f"{LAWS['truncated_gaussian']}, one-point (literal: unconstrained, delta' = 1e-4)"
     lit_ws = sorted({windows[0], windows[len(windows) // 2], windows[-1]})
     learners = {W: _algorithm1("truncated_gaussian", "one_point", W, o, PAPER["delta_prime"]) for W in lit_ws}
-    plotted = f"the paper's parameters on {box}, delta' = {o['one_point_delta_prime']:g}"
-    summary[literal] = _literal(ctx, literal, learners, min(seeds, o["literal_seeds"]), plotted)
-    panels = [f"log(Reg), {POINTS[e]}" for e in POINTS]
-    return _outcome(exp, summary, curves, panels, literal, f"T = {T}, {box}", x=np.asarray(windows, float), xlabel="W")
+    plotted = f"the paper's parameters on X = [-{o['box']:g}, {o['box']:g}], delta' = {o['one_point_delta_prime']:g}"
+    return {literal: _literal(ctx, literal, learners, min(ctx.seeds, o["literal_seeds"]), plotted)}
+
+
+def _horizon_grid(ctx) -> list[Cell]:
+    if ctx.seeds > 1000:
+        raise ValueError(f"seeds must be <= 1000 (run ids are 1000 T + seed), got {ctx.seeds}")
+    problem = make_problem(ctx.options["box"])
+    return [Cell("T", h, problem, h) for h in range(min(5, ctx.T), ctx.T + 1)]
+
+
+_BOX = "X = [-{o[box]:g}, {o[box]:g}]; the paper's literal one-point setting on R: see the claims"
+HORIZON = Sweep(
+    grid=_horizon_grid, measure=_horizon_measure, prefix=True, comparators=False, throw=False, chunk_size=256,
+    learner=lambda algo, cell, ctx: algo.make(None) if _config(algo, ctx) else None,
+    seeds=lambda algo, cell, ctx: [1000 * cell.T + s for s in _seeds(algo, cell, ctx)],  # a fresh instance each
+    fits=(Fit("regret", "T"),), extra=_literal_horizon,
+    plots=(Plot("", "{exp.title} ({exp.paper})\n" + _BOX, (("Reg / sqrt(T)", "regret_over_sqrt_T", "T"),
+                ("Reg / T", "regret_over_T", "T")), xlabel="T", x=np.asarray,
+                kwargs={"band": "quartiles", "logy": ["Reg / sqrt(T)", "Reg / T"]}),),
+)  # fmt: skip
+WINDOW = Sweep(
+    grid=lambda ctx: [Cell("W", W, make_problem(ctx.options["box"]), ctx.T) for W in ctx.options["windows"]],
+    learner=lambda algo, cell, ctx: _algorithm1(*c, int(cell.x), ctx.options) if (c := _config(algo, ctx)) else None,
+    measure=_window_measure, seeds=_seeds, throw=False, chunk_size=256, extra=_literal_window,
+    fits=(Fit("log_regret", "W", stat="median", log=False),),
+    plots=(Plot("", "{exp.title} ({exp.paper})\nT = {T}, " + _BOX, tuple(
+        (f"log(Reg), {POINTS[e]}", "log_regret", "W", tuple(label(law, e) for law in LAWS)) for e in POINTS),
+        xlabel="W", x=np.asarray, kwargs={"band": "quartiles"}),),
+)  # fmt: skip
 
 
 def literal_finite(summary) -> tuple[str, bool]:
@@ -232,45 +209,62 @@ def _horizon_truncated_vs_gaussian(summary) -> tuple[str, bool]:
     parts, holds = [], True
     for est in ("two_point", "one_point"):
         tg, g = summary[label("truncated_gaussian", est)], summary[label("gaussian", est)]
-        iqr_tg, iqr_g = (float(np.mean(s["by_T"]["iqr_reg_over_sqrt_T"])) for s in (tg, g))
+        iqr_tg, iqr_g = (_iqr(s["regret_over_sqrt_T"]["T"]) for s in (tg, g))
+        reg_tg, reg_g = (_last(s) for s in (tg, g))
         parts.append(f"{POINTS[est]}{' (on the box)' if est == 'one_point' else ''}: mean Reg "
-                     f"{tg['regret']['mean']:.3g} vs {g['regret']['mean']:.3g}, "
-                     f"IQR of Reg/sqrt(T) {iqr_tg:.3g} vs {iqr_g:.3g}")  # fmt: skip
-        holds &= tg["regret"]["mean"] < g["regret"]["mean"] and iqr_tg < iqr_g
+                     f"{reg_tg:.3g} vs {reg_g:.3g}, IQR of Reg/sqrt(T) {iqr_tg:.3g} vs {iqr_g:.3g}")  # fmt: skip
+        holds &= reg_tg < reg_g and iqr_tg < iqr_g
     return "truncated vs Gaussian: " + "; ".join(parts), holds
 
 
 def _horizon_sublinear(summary) -> tuple[str, bool]:
-    s = summary[label("truncated_gaussian", "two_point")]["by_T"]
-    Ts, reg = np.asarray(s["T"], float), np.asarray(s["mean_regret"], float)
+    entry = summary[label("truncated_gaussian", "two_point")]
+    Ts, reg = (np.asarray(entry["regret"]["T"][k], float) for k in ("x", "mean"))
     if Ts.size < 3:
         return f"not measured (needs >= 3 horizons, got {Ts.size})", False
-    (slope, se), ratio = metrics.growth_exponent(Ts, reg), (reg[-1] / Ts[-1]) / (reg[0] / Ts[0])
+    fit, ratio = entry["regret_exponent_T"], (reg[-1] / Ts[-1]) / (reg[0] / Ts[0])
+    slope, se = fit["mean"], fit["std"]
     text = f"truncated two-point: Reg ~ T^{slope:.2f} (se {se:.2f}); Reg/T at T={Ts[-1]:g} is {ratio:.2f}x "
     text += f"that at T={Ts[0]:g}"
     return text, slope < 1.0 and ratio < 1.0
 
 
+def _last(entry) -> float:
+    """A configuration's mean regret at the largest T."""
+    return entry["regret"]["T"]["mean"][-1]
+
+
+def _iqr(stats) -> float:
+    """The interquartile range over seeds, averaged over the cells."""
+    return float(np.mean(np.subtract(stats["q75"], stats["q25"])))
+
+
 def _log_reg(entry) -> float:
     """A configuration's median log(Reg), averaged over W."""
-    return float(np.mean(entry["by_W"]["median_log_regret"]))
+    return float(np.mean(entry["log_regret"]["W"]["median"]))
+
+
+def _slope(entry) -> dict[str, float]:
+    """The linear fit of the median log(Reg) against W (nan: fewer than three windows)."""
+    return entry.get("log_regret_slope_W", {"mean": math.nan, "r2": math.nan})
 
 
 def _window_truncated_vs_gaussian(summary) -> tuple[str, bool]:
     tg, g = summary[label("truncated_gaussian", "two_point")], summary[label("gaussian", "two_point")]
     a, b = _log_reg(tg), _log_reg(g)
-    iqr_tg, iqr_g = (float(np.mean(s["by_W"]["iqr_log_regret"])) for s in (tg, g))
+    iqr_tg, iqr_g = (_iqr(s["log_regret"]["W"]) for s in (tg, g))
     return (f"two-point, averaged over W: median log(Reg) {a:.3g} vs {b:.3g}; IQR of log(Reg) {iqr_tg:.3g} vs "
-            f"{iqr_g:.3g}; decay per unit W {tg['slope_per_W']:.3g} vs {g['slope_per_W']:.3g}",
+            f"{iqr_g:.3g}; decay per unit W {_slope(tg)['mean']:.3g} vs {_slope(g)['mean']:.3g}",
             a < b and iqr_tg < iqr_g)  # fmt: skip
 
 
 def _window_linear_decay(summary) -> tuple[str, bool]:
     s = summary[label("truncated_gaussian", "two_point")]
-    if len(s["by_W"]["W"]) < 3:
-        return f"not measured (needs >= 3 windows, got {len(s['by_W']['W'])})", False
-    text = f"truncated two-point: median log(Reg) = c {s['slope_per_W']:+.3f} W, R^2 = {s['r2']:.2f}"
-    return text, s["slope_per_W"] < 0 and s["r2"] >= 0.9
+    if len(s["log_regret"]["W"]["x"]) < 3:
+        return f"not measured (needs >= 3 windows, got {len(s['log_regret']['W']['x'])})", False
+    fit = _slope(s)
+    text = f"truncated two-point: median log(Reg) = c {fit['mean']:+.3f} W, R^2 = {fit['r2']:.2f}"
+    return text, fit["mean"] < 0 and fit["r2"] >= 0.9
 
 
 def _window_bernoulli(summary) -> tuple[str, bool]:
@@ -283,11 +277,11 @@ def _window_bernoulli(summary) -> tuple[str, bool]:
 
 MEMORY_PREDICTIONS_HORIZON = register(Experiment(
     name="memory-predictions-horizon", paper="002 Fig. 1", default_T=20, default_seeds=200, options=OPTIONS,
-    title="OCO with memory: initialisation-phase regret against T", study=_horizon,
+    title="OCO with memory: initialisation-phase regret against T", study=HORIZON,
     algorithms=tuple(Algorithm(label(*c), lambda info, c=c: _bandit(*c)) for c in HORIZON_CONFIGS),
     claims=(
         Claim("two-point feedback gives lower initialisation-phase regret than single-point", _two_vs_one(
-            "mean Reg at the largest T", ("gaussian", "truncated_gaussian"), lambda s: s["regret"]["mean"])),
+            "mean Reg at the largest T", ("gaussian", "truncated_gaussian"), _last)),
         Claim("truncated Gaussian smoothing beats Gaussian and fluctuates less", _horizon_truncated_vs_gaussian),
         Claim("the initialisation phase has sublinear regret: Reg/T declines in T (Theorem 1)", _horizon_sublinear),
         Claim(_LITERAL_CLAIM, literal_finite),
@@ -295,7 +289,7 @@ MEMORY_PREDICTIONS_HORIZON = register(Experiment(
 ))  # fmt: skip
 MEMORY_PREDICTIONS_WINDOW = register(Experiment(
     name="memory-predictions-window", paper="002 Fig. 2", default_T=20, default_seeds=200, options=OPTIONS,
-    title="OCO with memory and limited predictions: log(Reg) against the window W", study=_window,
+    title="OCO with memory and limited predictions: log(Reg) against the window W", study=WINDOW,
     algorithms=tuple(Algorithm(label(law, est), lambda info, law=law, est=est: OCOMemoryLimitedPredictions(
         window=1, **PAPER, half_width=HALF_WIDTH, law=law, estimator=est), "Algorithm 1, K = W layers (h = 2)")
         for law in LAWS for est in POINTS),

@@ -7,11 +7,10 @@ polytope), OFW with line search (Algorithm 1, Thm 1: O(T^{2/3})) against Hazan-K
 strongly convex quadratic losses (:class:`~ocokit.problems.OnlineQuadratic`) over the l2 and l1 balls, SC-OFW
 (Algorithm 2; Thm 2: O(sqrt T) over strongly convex sets, Thm 3: O(T^{2/3}) on any set).
 
-``T`` is the largest horizon; the grid is ``T / 2^k`` for ``k < points``. Each learner runs every horizon as
-one vmapped sweep of T rounds over a stack of learners (each with its horizon's theory parameters) and seeds;
-horizon Tb's regret is read from the first Tb rounds against the best fixed point of those rounds, exactly a
-run of Tb rounds (learners never look ahead; round t's data depends only on (seed, t)). The fitted exponent
-is the log-log slope of the mean static regret over seeds against T. Default: T = 4000, 5 seeds, d = 10.
+``T`` is the largest horizon; the grid is ``T / 2^k`` for ``k < points``, one axis of a
+:class:`~ocokit.studies.Sweep` per setting, played as prefixes of one run of T rounds (each learner with its
+horizon's theory parameters). The fitted exponent is the log-log slope of the mean static regret over seeds
+against T. Default: T = 4000, 5 seeds, d = 10.
 """
 
 from __future__ import annotations
@@ -20,17 +19,14 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ocokit import metrics
 from ocokit.algorithms import OFW, SCOFW, OFWLineSearch, ProblemInfo
-from ocokit.engine import stack
-from ocokit.harness import Algorithm, Claim, Experiment, Figure, Option, Outcome, Summary, per_run, play, register
+from ocokit.harness import Algorithm, Claim, Experiment, Option, Summary, register
 from ocokit.problems import OnlineLinear, OnlineQuadratic
-from ocokit.problems._base import AbstractProblem, round_at
+from ocokit.problems._base import AbstractProblem
 from ocokit.sets import L1Ball, L2Ball, LpBall
+from ocokit.studies import Cell, Fit, Plot, Runs, Sweep
 
 NAME = "strongly-convex-sets"
 
@@ -93,24 +89,6 @@ def horizons(T: int, points: int) -> list[int]:
     return grid
 
 
-def _prefix_comparator_losses(problem: AbstractProblem, episode, env_key, T: int, Ts: jax.Array) -> jax.Array:
-    """``f_t(x*_Tb)`` for t <= Tb (0 after), shape ``(B, T)``: the best fixed point of each prefix Tb in ``Ts``.
-
-    ``x*_Tb = problem.best_fixed(episode, env_key, Tb)`` with ``Tb`` traced (vmapped over the grid).
-    """
-
-    def one(Tb):
-        x_star = problem.best_fixed(episode, env_key, Tb)
-
-        def body(_, t):
-            data = round_at(problem, episode, env_key, t)
-            return None, jnp.where(t <= Tb, problem.loss(data, x_star), 0.0)
-
-        return jax.lax.scan(body, None, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
-
-    return jax.vmap(one)(Ts)
-
-
 def _set_constant(domain) -> float | None:
     """alpha_K of a strongly convex set w.r.t. l2 (the paper's definition of an alpha-strongly convex set).
 
@@ -149,10 +127,8 @@ _S = {s.key: s for s in SETTINGS}
 
 
 def _exponent(summary: Summary, algorithm: str, setting: str) -> tuple[float, float]:
-    key = label(algorithm, _S[setting])
-    if not math.isfinite(summary[key]["regret_exponent"]["mean"]):
-        raise KeyError(f"{key} (regret not positive: no fit)")
-    return summary[key]["regret_exponent"]["mean"], summary[key]["regret_exponent"]["se"]
+    fit = summary[algorithm][f"regret_exponent_{setting}"]  # KeyError: not run, or regret not positive (no fit)
+    return fit["mean"], fit["std"]
 
 
 def _at_most(algorithm: str, bound: float, *settings: str) -> Callable[[Summary], tuple[str, bool]]:
@@ -173,9 +149,10 @@ def _below(smaller: str, larger: str, *settings: str) -> Callable[[Summary], tup
 
 
 def _bounds_hold(summary: Summary) -> tuple[str, bool]:
-    ratios = {k: v["bound_ratio"] for k, v in summary.items() if v.get("bound_ratio") is not None}
+    ratios = {label(a, _S[k]): max(v["mean"]) for a, entry in summary.items()
+              for k, v in entry.get("regret_over_bound", {}).items() if np.isfinite(v["mean"]).all()}  # fmt: skip
     if not ratios:
-        raise KeyError("bound_ratio")
+        raise KeyError("regret_over_bound")
     worst = max(ratios, key=ratios.get)
     return f"largest regret / bound {ratios[worst]:.4f} ({worst}), {len(ratios)} runs", ratios[worst] < 1.0
 
@@ -195,82 +172,36 @@ CLAIMS = (
 )  # fmt: skip
 
 
-def _fit(Ts: list[int], finals: np.ndarray) -> dict[str, float]:
-    """Slope of the mean regret over seeds, its standard error, and the spread of per-seed slopes."""
-    try:
-        slope, se = metrics.growth_exponent(Ts, finals.mean(axis=0))
-    except ValueError:
-        return {"mean": math.nan, "se": math.nan, "std": math.nan}
-    per_seed = [metrics.growth_exponent(Ts, f)[0] for f in finals if np.all(f > 0)]
-    return {"mean": slope, "se": se, "std": float(np.std(per_seed)) if per_seed else math.nan}
+def _learner(algo: Algorithm, cell: Cell, ctx) -> object:
+    theory = _S[cell.axis].theory
+    return LEARNERS[algo.label].make(ProblemInfo.of(cell.problem, cell.T)) if algo.label in theory else None
 
 
-def _study(exp: Experiment, ctx) -> Outcome:
-    T, seeds, dim = ctx.T, ctx.seeds, ctx.options["dim"]
-    grid, ran = horizons(T, ctx.options["points"]), ctx.options["settings"]
-    finals: dict[str, dict[str, dict]] = {"linear": {}, "quadratic": {}}
-    curves: dict[str, dict[str, dict]] = {"linear": {}, "quadratic": {}}
-    summary: Summary = {}
-    for setting in (s for s in SETTINGS if s.key in ran):
-        problem, env = setting.make_problem(dim), {}
-        for algo, theory in setting.theory.items():
-            learner = stack([LEARNERS[algo].make(ProblemInfo.of(problem, Tb)) for Tb in grid])
-            base = {"algorithm": algo, "setting": setting.key, "learner": learner,
-                    "problem": problem, "horizons": grid, "dim": dim}  # fmt: skip
-
-            def compute(missing, learner=learner, problem=problem, env=env):
-                if "c" not in env:  # (S, B, T)
-                    env["c"] = per_run(_prefix_comparator_losses, problem, T, range(seeds), jnp.asarray(grid))
-                traj, seconds = play(learner, problem, T, missing, batched_learner=True)
-                losses, done = np.asarray(traj.loss), {}  # (B, S, T)
-                for i, s in enumerate(missing):
-                    cols = {"t": np.arange(1, T + 1)}
-                    for b, Tb in enumerate(grid):
-                        keep = np.arange(T) < Tb
-                        cols[f"loss_T{Tb}"] = np.where(keep, losses[b, i], np.nan)
-                        cols[f"regret_T{Tb}"] = np.where(keep, np.cumsum(losses[b, i] - env["c"][s, b]), np.nan)
-                    done[s] = cols, {"seed": s, "wall_seconds_per_round": seconds}
-                return done
-
-            configs = {s: {**base, "seed": s} for s in range(seeds)}
-            records = [r[0] for r in ctx.cells(f"{algo}-{setting.key}", configs, compute).values()]
-            final = np.array([[r[f"regret_T{Tb}"][Tb - 1] for Tb in grid] for r in records])  # (S, B)
-            finals[setting.family].setdefault(algo, {})[setting.title] = final
-            curves[setting.family].setdefault(algo, {})[setting.title] = np.stack([r[f"regret_T{T}"] for r in records])
-            bounds = [theorem_bound(algo, problem, Tb) for Tb in grid]
-            ratio = None if bounds[0] is None else float(np.max(final.mean(axis=0) / np.asarray(bounds)))
-            summary[label(algo, setting)] = {
-                "regret_exponent": _fit(grid, final), "theory_exponent": theory, "bound_ratio": ratio,
-                "static_regret": metrics.mean_std(final[:, -1]), "horizons": grid,
-                "mean_regret": final.mean(axis=0).tolist(), "note": LEARNERS[algo].note,
-            }  # fmt: skip
-    return Outcome(summary, _figures(grid, ran, finals, curves))
+def _measure(runs: Runs) -> dict[str, np.ndarray]:
+    """Static regret at the cell's horizon, and over its theorem's explicit bound (nan: no theorem)."""
+    regret, bound = runs.regret(), theorem_bound(runs.label, runs.cell.problem, runs.cell.T)
+    return {"regret": regret, "regret_over_bound": regret / (math.nan if bound is None else bound)}
 
 
-def _figures(grid: list[int], ran: list[str], finals, curves) -> list[Figure]:
-    x, ratio, figures = np.log10(np.asarray(grid, dtype=float)), np.asarray(grid) / grid[0], []
-    guides = {"linear": (("OFW-LS", 2 / 3), ("OFW", 3 / 4)), "quadratic": (("SC-OFW", 1 / 2), ("OFW-LS", 2 / 3))}
-    for family, what in (("linear", "linear losses"), ("quadratic", "strongly convex losses")):
-        panels = [s.title for s in SETTINGS if s.family == family and s.key in ran]
-        if not panels:
-            continue
-        drawn = dict(finals[family])
-        for algo, slope in guides[family]:  # reference slopes through each learner's first point
-            first = {p: finals[family][algo][p].mean(axis=0)[0] for p in panels}
-            drawn[f"slope {slope:.2g} through {algo}"] = {p: (first[p] * ratio**slope)[None] for p in panels}
-        title = f"static regret at horizon T (mean +- std over seeds), {what} (001)"
-        figures.append(
-            Figure(drawn, f"-{family}", panels, {"x": x, "xlabel": "log10 T", "logy": panels, "title": title})
-        )
-        title = f"static regret over t at T = {grid[-1]}, {what} (001)"
-        figures.append(Figure(curves[family], f"-{family}-curves", panels, {"title": title}))
-    return figures
+def _plot(family: str, what: str) -> Plot:
+    panels = tuple((s.title, "regret", s.key) for s in SETTINGS if s.family == family)
+    title = f"static regret at horizon T (mean +- std over seeds), {what} (001)"
+    return Plot(f"-{family}", title, panels, kwargs={"logy": [p[0] for p in panels]})
+
+
+def _grid(ctx) -> list[Cell]:
+    grid = horizons(ctx.T, ctx.options["points"])
+    chosen = [s for s in SETTINGS if s.key in ctx.options["settings"]]
+    return [Cell(s.key, Tb, s.make_problem(ctx.options["dim"]), Tb) for s in chosen for Tb in grid]
 
 
 STRONGLY_CONVEX_SETS = register(Experiment(
-    name=NAME, paper="001 (no experiments in the paper: its theorems' exponents)", study=_study, claims=CLAIMS,
+    name=NAME, paper="001 (no experiments in the paper: its theorems' exponents)", claims=CLAIMS,
     title="Regret exponents of projection-free OFW over strongly convex sets", default_T=4000, default_seeds=5,
     algorithms=ALGORITHMS,
+    study=Sweep(grid=_grid, learner=_learner, measure=_measure, prefix=True,
+                fits=tuple(Fit("regret", s.key) for s in SETTINGS),
+                plots=(_plot("linear", "linear losses"), _plot("quadratic", "strongly convex losses"))),
     options=(
         Option("dim", int, 10, "dimension d of every set", low=1),
         Option("points", int, 6, "horizons in the grid T / 2^k", low=1),

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ocokit.algorithms import COLDQ, RECOO, COLDQExpert, Yi2021, Yi2023, YuNeelyWei
-from ocokit.harness import ALGORITHMS, Algorithm, Claim, Comparison, Experiment, Option, Summary, final, register
+from ocokit.harness import ALGORITHMS, Algorithm, Claim, Experiment, Option, Summary, final, register
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
 from ocokit.problems._job_scheduling import MAY_FIRST_HOUR
+from ocokit.studies import Comparison
 
 COMPARABLE = 0.10
 """Relative slack of "comparable": ``a`` is comparable to ``b`` when ``a <= b + 0.1 |b|``."""
