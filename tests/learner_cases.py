@@ -200,6 +200,24 @@ def _memory_predictions():
     ]
 
 
+def _sinha_vaze():
+    regression = TimeVaryingRegression(dim=4, rows=3, num_constraints=2)
+    theory = A.SinhaVaze.from_theory(ProblemInfo.of(regression, SUITE_T), multi="max")
+    return [
+        (A.SinhaVaze(V=1.0, beta=0.05, lam=0.5, D=10.0), regression_rounds()),
+        (theory, regression),
+        (A.SinhaVaze(V=2.0, beta=1.0, alpha=1.0, variant="strongly_convex"), OnlineQuadratic(Box(-1.0, 1.0, dim=3))),
+    ]
+
+
+def _yuan_lamperski():
+    rounds = regression_rounds()
+    return [
+        (A.YuanLamperski.from_theory(ProblemInfo.of(rounds, SUITE_T)), rounds),
+        (A.YuanLamperski(beta=0.1, eta_p=0.5, first_update="penalised"), fixed_program_rounds(quadratic=True)),
+    ]
+
+
 def _ofw(cls):
     return lambda: [(cls(eta=0.1), OnlineLinear(Box(-1.0, 1.0, dim=3)))]
 
@@ -227,6 +245,8 @@ CASES: dict[type, Callable[[], list]] = {
         )
     ],
     A.YuNeelyWei: lambda: [(A.YuNeelyWei(V=5.0, alpha=100.0), TimeVaryingRegression(dim=4, rows=3, num_constraints=2))],
+    A.SinhaVaze: _sinha_vaze,
+    A.YuanLamperski: _yuan_lamperski,
     A.LOOBOGD: lambda: [
         (A.LOOBOGD(eta=0.05, eps=0.02, block_size=3), blocked_problem(constrained=False)),
         (A.LOOBOGD(eta=0.05, eps=0.02, block_size=4, pipelined=False), blocked_problem()),

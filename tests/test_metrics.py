@@ -47,6 +47,18 @@ def test_violations():
     np.testing.assert_array_equal(metrics.soft_violation(TRAJ), [0.5, 1.25, 1.25])
     np.testing.assert_allclose(metrics.long_term_violation(TRAJ), [0.5, np.hypot(0.25, 1.0), 1.25])
     np.testing.assert_array_equal(metrics.cumulative_oracle_calls(TRAJ), [1, 4, 6])
+    # squared: [0.5^2, 2^2, 1^2] per round (the negative parts give 0), then the running sum
+    np.testing.assert_array_equal(metrics.squared_violation(TRAJ), [0.25, 4.25, 5.25])
+
+
+def test_squared_violation_is_recorded_and_batched():
+    assert metrics.ROUND_METRICS["squared_violation"] is metrics.squared_violation
+    np.testing.assert_array_equal(metrics.available_metrics(TRAJ)["squared_violation"], [0.25, 4.25, 5.25])
+    t = _traj(np.ones((4, 3)), np.full((4, 3, 2), -0.5))  # feasible everywhere: no squared violation
+    assert metrics.squared_violation(t).shape == (4, 3)
+    np.testing.assert_array_equal(metrics.squared_violation(t), 0.0)
+    none = _traj([1.0, 2.0], np.zeros((2, 0)))  # no constraints
+    np.testing.assert_array_equal(metrics.squared_violation(none), [0.0, 0.0])
 
 
 def test_soft_never_exceeds_hard():

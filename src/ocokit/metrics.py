@@ -8,7 +8,8 @@ DESIGN.md and paper 003 section 3.2:
 * static regret ``sum_{s<=t} f_s(x_s) - f_s(x*)`` against the best fixed point feasible for all rounds;
 * dynamic regret ``sum_{s<=t} f_s(x_s) - f_s(x_s*)`` against the per-round constrained optimum;
 * CCV = hard violation ``sum_{s<=t} sum_n [g_s^n(x_s)]_+`` (no cancellation across rounds);
-* soft violation ``sum_n [sum_{s<=t} g_s^n(x_s)]_+`` and long-term violation ``||[sum_{s<=t} g_s(x_s)]_+||_2``.
+* soft violation ``sum_n [sum_{s<=t} g_s^n(x_s)]_+`` and long-term violation ``||[sum_{s<=t} g_s(x_s)]_+||_2``;
+* squared violation ``sum_{s<=t} sum_n [g_s^n(x_s)]_+^2`` (Yuan and Lamperski, NeurIPS 2018).
 """
 
 from __future__ import annotations
@@ -76,6 +77,16 @@ def long_term_violation(traj: Trajectory) -> np.ndarray:
     return np.linalg.norm(np.maximum(np.cumsum(_np(traj.constraints), axis=-2), 0.0), axis=-1)
 
 
+def squared_violation(traj: Trajectory) -> np.ndarray:
+    """``sum_{s<=t} sum_n [g_s^n(x_s)]_+^2``: the cumulative squared violation (no cancellation across rounds).
+
+    The violation that J. Yuan and A. Lamperski, "Online convex optimization for cumulative constraints",
+    NeurIPS 2018, bound (:class:`~ocokit.algorithms.YuanLamperski`); squared per constraint, then summed over
+    the constraints and the rounds (spec baselines.md §0.2).
+    """
+    return np.cumsum((np.maximum(_np(traj.constraints), 0.0) ** 2).sum(axis=-1), axis=-1)
+
+
 def cumulative_oracle_calls(traj: Trajectory) -> np.ndarray:
     """Running total of the learner's ``"oracle_calls"`` diagnostic."""
     if "oracle_calls" not in traj.diagnostics:
@@ -92,6 +103,7 @@ ROUND_METRICS: dict[str, Callable[[Trajectory], np.ndarray]] = {
     "time_average_hard_violation": time_average_hard_violation,
     "soft_violation": soft_violation,
     "long_term_violation": long_term_violation,
+    "squared_violation": squared_violation,
     "cumulative_oracle_calls": cumulative_oracle_calls,
 }
 """Per-round metrics by name (CCV is ``hard_violation``); the harness records every one that applies."""

@@ -16,6 +16,7 @@ LABELS = {
     "time_average_hard_violation": "time-averaged hard violation",
     "soft_violation": "soft violation",
     "long_term_violation": "long-term violation",
+    "squared_violation": "squared violation",
     "cumulative_oracle_calls": "cumulative oracle calls",
 }
 

@@ -92,6 +92,19 @@ def test_other_experiments_run_with_one_algorithm(name, label, options, tmp_path
         assert summary["algorithms"][label]["time_average_loss"]["mean"] > 0
 
 
+def test_sinha_vaze_and_yuan_lamperski_run_as_extra_references(tmp_path):
+    """The two baselines of spec baselines.md §8-9 at their theory parameters beside the paper's algorithms."""
+    name = "time-varying-regression"
+    labels = [virtual_queues.SINHA_VAZE_LABEL, virtual_queues.YUAN_LAMPERSKI_LABEL]
+    report = _run(name, tmp_path, options={"algorithms": ",".join(labels), "extras": "true"})
+    summary = _check_outputs(name, tmp_path, labels)
+    assert report.new_runs == 2 * SEEDS
+    for label in labels:
+        stats = summary["algorithms"][label]
+        assert "not in the paper's figure" in stats["note"]
+        assert stats["squared_violation"]["mean"] >= 0.0 and stats["hard_violation"]["mean"] > 0.0
+
+
 def _job_problem(T, data_dir, options):
     return virtual_queues.job_problem(T, data_dir, virtual_queues.JOB_SCHEDULING.parse_options(options))
 
@@ -134,6 +147,8 @@ def test_registry_lists_the_paper_algorithms_and_extras():
         labels = [a.label for a in E.get(name).algorithms]
         assert labels[:3] == ["COLDQ", "RECOO", THIRD[name]]
         assert virtual_queues.EXPERT_LABEL in labels and virtual_queues.YNW_LABEL in labels
+        assert virtual_queues.SINHA_VAZE_LABEL in labels and virtual_queues.YUAN_LAMPERSKI_LABEL in labels
+        assert all("not in the paper's figure" in a.note for a in E.get(name).algorithms[3:])
     assert E.get("online-qp").default_T == 5000 and E.get("job-scheduling").default_T == 2880
     assert E.get("time-varying-regression").default_seeds == 20
 

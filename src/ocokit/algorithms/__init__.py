@@ -29,8 +29,10 @@ from ocokit.algorithms._opdp import OPDP as OPDP
 from ocokit.algorithms._primal_dual import RECOO as RECOO
 from ocokit.algorithms._primal_dual import Yi2021 as Yi2021
 from ocokit.algorithms._primal_dual import Yi2023 as Yi2023
+from ocokit.algorithms._sinha_vaze import SinhaVaze as SinhaVaze
 from ocokit.algorithms._tvc import OFWTVC as OFWTVC
 from ocokit.algorithms._tvc import SCOFWTVC as SCOFWTVC
+from ocokit.algorithms._yuan_lamperski import YuanLamperski as YuanLamperski
 
 # Each family module adds its names here and to __all__.
 
@@ -62,8 +64,10 @@ __all__ = [
     "OFWLineSearch",
     "ProblemInfo",
     "SimplexMirrorProx",
+    "SinhaVaze",
     "Yi2021",
     "Yi2023",
     "YuNeelyWei",
+    "YuanLamperski",
     "hyperparameter",
 ]

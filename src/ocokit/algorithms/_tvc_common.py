@@ -8,7 +8,9 @@ method on the Lyapunov drift-plus-penalty surrogate (eq. 6 of 000)
 written once here (:func:`lyapunov_prime`, :func:`queue_step`, the part :class:`LyapunovSurrogate`), with the
 doubling of the surrogate-gradient bound (:func:`double_until`) and the theory constants. Several
 constraint functions are reduced to ``g_t = max_n g_t^n`` (the paper treats one scalar ``g_t``; the maximum
-is convex and as Lipschitz as its parts), so ``Q_t`` is the CCV of that maximum.
+is convex and as Lipschitz as its parts), so ``Q_t`` is the CCV of that maximum. The surrogate is Sinha and
+Vaze's (NeurIPS 2024), whose learner :class:`~ocokit.algorithms.SinhaVaze` uses the same part, with one queue
+per constraint by default (:meth:`LyapunovSurrogate.per_constraint`).
 
 Reference: Y. Wang, Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying
 Constraints", AAAI 2025 (arXiv:2501.16919).
@@ -23,6 +25,7 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
+from ocokit.algorithms._queues import penalised_gradient
 
 PHIS = ("exp", "square_plus_linear", "square", "linear")
 """Lyapunov functions: ``exp(lam x) - 1`` (Thms 1, 3), ``x^2 + x`` (Thm 2), ``x^2`` (Thm 4), ``x`` (G&K)."""
@@ -106,6 +109,17 @@ class LyapunovSurrogate(eqx.Module):
         Q, w = queue_step(Q, g, self.beta, self.phi, self.lam)
         active = (g > 0).astype(x.dtype)  # h_t = grad g_t 1[g_t(x_t) > 0]
         grad = self.gamma * self.beta * feedback.grad(x) + w * self.beta * active * grad_g
+        return grad, Q, w
+
+    def per_constraint(self, feedback: Any, x: Array, Q: Array) -> tuple[Array, Array, Array]:
+        """``(grad tilde f_t(x_t), Q_t, w_t)`` with one queue per constraint, ``Q`` of shape ``(N,)``.
+
+        ``Q_t^n = Q_{t-1}^n + [g_t^n(x_t)]_+`` and ``grad = gamma beta grad f_t + sum_n Phi'(beta Q_t^n) beta
+        grad [g_t^n]_+`` (:func:`~ocokit.algorithms._queues.penalised_gradient`): the surrogate of Sinha and Vaze
+        as the COLDQ authors implement it for several constraints (:class:`~ocokit.algorithms.SinhaVaze`).
+        """
+        Q, w = queue_step(Q, feedback.constraints(x), self.beta, self.phi, self.lam)
+        grad, _ = penalised_gradient(feedback, x, self.gamma * self.beta, w * self.beta, hinge=True)
         return grad, Q, w
 
     def bandit(self, feedback: Any, Q: Array) -> tuple[Array, Array, Array]:
