@@ -1,9 +1,11 @@
 """ocokit: online convex optimization under constraints, in JAX.
 
-Learners (:mod:`ocokit.algorithms`) play against problems (:mod:`ocokit.problems`) over decision sets
-(:mod:`ocokit.sets`); :func:`run` plays a whole game as one compiled ``lax.scan``, :func:`sweep` vmaps
-many, :class:`Session` steps one round at a time; :mod:`ocokit.metrics` scores trajectories and
-:mod:`ocokit.experiments` reproduces the papers' figures. ocokit never changes JAX's global
+Learners ([`ocokit.algorithms`][ocokit.algorithms]) play against problems ([`ocokit.problems`][ocokit.problems]) over
+decision sets
+([`ocokit.sets`][ocokit.sets]); [`run`][ocokit.run] plays a whole game as one compiled ``lax.scan``,
+[`sweep`][ocokit.sweep] vmaps
+many, [`Session`][ocokit.Session] steps one round at a time; [`ocokit.metrics`][ocokit.metrics] scores trajectories and
+[`ocokit.experiments`][ocokit.experiments] reproduces the papers' figures. ocokit never changes JAX's global
 configuration: enable float64 yourself (``jax.config.update("jax_enable_x64", True)``) if you want it;
 the CLI does.
 

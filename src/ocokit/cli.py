@@ -116,7 +116,7 @@ def _experiments():
 
 def _float64() -> Path | None:
     """Every command that may compute runs in float64, as ``run`` always has (the library never flips it), with
-    JAX's persistent compilation cache on (:func:`_compilation_cache`: its folder, or ``None``)."""
+    JAX's persistent compilation cache on (`_compilation_cache`: its folder, or ``None``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -130,7 +130,7 @@ _CACHE_MAX_BYTES = 2**30
 
 
 def _cache_folder() -> Path | None:
-    """The folder of the CLI's compilation cache (``None``: off), not yet turned on (:func:`_compilation_cache`).
+    """The folder of the CLI's compilation cache (``None``: off), not yet turned on (`_compilation_cache`).
 
     ``$OCOKIT_CACHE_DIR`` if set (empty: no cache), else ``ocokit/jax-compilation-cache`` in the user's cache
     folder (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows).
@@ -152,9 +152,9 @@ def _compilation_cache() -> Path | None:
 
     A small run spends most of its wall time compiling (every learner's scan, the comparators, the
     metrics). With the cache, a second invocation with the same shapes (same T, seeds, options, versions)
-    loads those programs from disk instead of compiling them. The folder (:func:`_cache_folder`) only ever holds
+    loads those programs from disk instead of compiling them. The folder (`_cache_folder`) only ever holds
     compiled programs, keyed by JAX on the program, the options and the versions, so it is safe to delete at any
-    time; JAX bounds it (:data:`_CACHE_MAX_BYTES`, least recently used out). JAX loads native code from it, so it
+    time; JAX bounds it (`_CACHE_MAX_BYTES`, least recently used out). JAX loads native code from it, so it
     is created readable by its owner only, and a folder that another user owns or may write in, or that this
     process cannot write in, is not used (one warning line; the command runs without a cache). A cache the user
     configured for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is left as it is.
@@ -537,7 +537,7 @@ def _read_summary(out: Path) -> dict:
 
 
 def main() -> None:
-    """The ``ocokit`` command in this process (:func:`script` is the console script); errors print one line and
+    """The ``ocokit`` command in this process (`script` is the console script); errors print one line and
     exit non-zero (``SystemExit``), warnings one line each on stderr, Ctrl-C one line and exit status 130."""
     import warnings
 

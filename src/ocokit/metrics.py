@@ -1,4 +1,4 @@
-"""Performance metrics: pure functions of a :class:`~ocokit.trajectory.Trajectory` (or of its arrays).
+"""Performance metrics: pure functions of a [`Trajectory`][ocokit.Trajectory] (or of its arrays).
 
 Every per-round metric returns the running value after each round t = 1..T (shape ``(..., T)``, so
 batched trajectories work unchanged); the final value is ``metric[..., -1]``. Definitions follow
@@ -98,7 +98,7 @@ ROUND_METRICS: dict[str, Callable[[Trajectory], np.ndarray]] = {
 
 
 def available_metrics(traj: Trajectory) -> dict[str, np.ndarray]:
-    """Every metric of :data:`ROUND_METRICS` that ``traj`` supports, by name."""
+    """Every metric of `ROUND_METRICS` that ``traj`` supports, by name."""
     out = {}
     for name, fn in ROUND_METRICS.items():
         try:

@@ -1,7 +1,7 @@
 """Drift-plus-penalty with virtual queues: the algorithm of Yu, Neely and Wei (NeurIPS 2017).
 
-The queue update is :func:`~ocokit.algorithms._queues.drift_plus_penalty` and ``x(1)`` is
-:func:`~ocokit.algorithms._queue_common.start_point`, both shared with the other queue learners.
+The queue update is `drift_plus_penalty` and ``x(1)`` is
+`start_point`, both shared with the other queue learners.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class YuNeelyWei(AbstractLearner):
         Q_k(t+1)   = max{ Q_k(t) + g_k^t(x(t)) + <grad g_k^t(x(t)), x(t+1) - x(t)>, 0 }
 
     with ``Q_k(1) = 0``. The queue is updated with the old constraint linearised at the new point
-    (:func:`~ocokit.algorithms._queues.drift_plus_penalty`). One projection
+    (`drift_plus_penalty`). One projection
     onto ``X_0 = K`` per round.
 
     Source: Yu, Neely and Wei's Algorithm 1, reconstructed (the paper's text was not readable) from two

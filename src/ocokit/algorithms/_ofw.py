@@ -2,15 +2,18 @@
 
 All three play one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen so
 far (one warm-started LMO call per round, no projection), under a step rule of
-:mod:`ocokit.algorithms._ofw_player` (declared on :class:`AbstractOFW` as ``rule``, built from the learner's
+`_ofw_player` (declared on `AbstractOFW` as ``rule``, built from the learner's
 parameters). They differ only in that rule:
 
-* :class:`OFW`: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying step
-  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3; :class:`DecayingStep`);
-* :class:`OFWLineSearch`: the same surrogate, ``sigma_t`` the exact line search (paper 001, Algorithm 1;
-  :class:`LineSearchStep`);
-* :class:`SCOFW`: ``F_t(x) = sum_{tau<=t} <grad f_tau(x_tau), x> + lam/2 ||x - x_tau||^2`` with the exact line
-  search (paper 001, Algorithm 2; :class:`StronglyConvexStep`).
+* [`OFW`][ocokit.algorithms.OFW]: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying
+  step
+  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3; `DecayingStep`);
+* [`OFWLineSearch`][ocokit.algorithms.OFWLineSearch]: the same surrogate, ``sigma_t`` the exact line search (paper 001,
+  Algorithm 1;
+  `LineSearchStep`);
+* [`SCOFW`][ocokit.algorithms.SCOFW]: ``F_t(x) = sum_{tau<=t} <grad f_tau(x_tau), x> + lam/2 ||x - x_tau||^2`` with the
+  exact line
+  search (paper 001, Algorithm 2; `StronglyConvexStep`).
 """
 
 from typing import Any, ClassVar
@@ -28,7 +31,7 @@ from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 class AbstractOFW(AbstractLearner):
     """An online Frank-Wolfe learner: the player's state is the whole state; the round is written here once.
 
-    A final subclass declares ``rule``, its step rule (:class:`~ocokit.algorithms._ofw_player.AbstractOFWStep`)
+    A final subclass declares ``rule``, its step rule (`AbstractOFWStep`)
     built from its own parameters, fed the round's gradient.
     """
 
@@ -79,7 +82,8 @@ class OFW(AbstractOFW):
 
     Readings: by default (``surrogate="current"``) the surrogate includes the current round's gradient
     (``tau <= t``), as paper 001 writes eq. (3) for the original OFW: the same surrogate as
-    :class:`OFWLineSearch`, so the two differ only in ``sigma_t``. ``surrogate="previous"`` sums
+    [`OFWLineSearch`][ocokit.algorithms.OFWLineSearch], so the two differ only in ``sigma_t``. ``surrogate="previous"``
+    sums
     ``tau <= t - 1`` (Hazan's book is sometimes recalled that way; unverified here).
 
     Example:
@@ -137,7 +141,7 @@ class OFWLineSearch(AbstractOFW):
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                (line 7)
 
     Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``):
-    the step rule :class:`~ocokit.algorithms._ofw_player.LineSearchStep`. ``x_1`` is ``K.center()``. One LMO call
+    the step rule `LineSearchStep`. ``x_1`` is ``K.center()``. One LMO call
     per round, warm-started (the LMO state is carried in the learner state), no projection.
 
     Source: Wan and Zhang, Algorithm 1, eq. (3), Lemma 1. Guarantee (Thm 1): for convex G-Lipschitz losses
@@ -201,7 +205,7 @@ class SCOFW(AbstractOFW):
         x_{t+1} = x_t + sigma_t (v_t - x_t)                                        (line 7)
 
     Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the step rule
-    :class:`~ocokit.algorithms._ofw_player.StronglyConvexStep`. The implementation divides ``F_t`` by t
+    `StronglyConvexStep`. The implementation divides ``F_t`` by t
     (running means ``S_t / t`` and ``P_t / t``, ``beta = lam``), which leaves ``v_t`` and ``sigma_t``
     unchanged and avoids the cancellation in ``t x_t - P_t`` (both terms grow linearly in t). ``x_1`` is
     ``K.center()``. Anytime: no T, D or G is needed.

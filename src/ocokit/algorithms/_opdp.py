@@ -6,8 +6,8 @@ equations and every parameter value are a reconstruction from the paper that com
 Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying Constraints", AAAI 2025:
 Table 1, Related Work, Experiments), not the authors' algorithm.
 The primal player is the shared online Frank-Wolfe player with the step rule
-:class:`~ocokit.algorithms._ofw_player.DecayingStep`, the dual one a named queue update of
-:mod:`ocokit.algorithms._queues`.
+`DecayingStep`, the dual one a named queue update of
+`_queues`.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ class OPDP(AbstractLearner):
         dual_rule: ``"dpp_queue"`` (default, template line (a)) or ``"lagrangian"`` (template line (b)).
         hinge: ``False`` (default, the template's ``g_t``); ``True`` uses ``[g_t]_+`` and its subgradient.
 
-    Readings: the OFW sum includes round t's loss (as AAAI-25's own OFW and :class:`ocokit.algorithms.OFW`),
+    Readings: the OFW sum includes round t's loss (as AAAI-25's own OFW and
+        [`ocokit.algorithms.OFW`][ocokit.algorithms.OFW]),
     the start is ``x_1 = K.center()``, ``Q_1 = 0``. ``from_theory``'s exponents are our derivation (below),
     not the paper's, which must replace them once the paper is read.
 
