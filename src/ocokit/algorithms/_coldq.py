@@ -43,14 +43,19 @@ def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple
 
 
 class COLDQ(AbstractQueueLearner):
-    """COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
+    r"""COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
 
     Update, for ``t >= 2``, from round ``t-1``'s gradient ``grad f_{t-1}(x_{t-1})`` and its *whole*
-    constraint function ``g_{t-1}`` (full-information feedback)::
+    constraint function ``g_{t-1}`` (full-information feedback):
 
-        x_t   = argmin_{x in X} <grad f_{t-1}(x_{t-1}), x - x_{t-1}> + alpha_{t-1} ||x - x_{t-1}||^2
-                                + sum_n Q_{t-1}^n [g_{t-1}^n(x)]_+                              (P_t)
-        Q_t^n = max{ (1 - eta) Q_{t-1}^n + [g_t^n(x_t)]_+ , gamma }                             (8)
+    \[
+    \begin{aligned}
+    x_t &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \big\langle \nabla f_{t-1}(x_{t-1}), x - x_{t-1} \big\rangle
+        + \alpha_{t-1} \|x - x_{t-1}\|^2 + \sum_{n} Q_{t-1}^n \big[g_{t-1}^n(x)\big]_+
+        && (P_t) \\
+    Q_t^n &= \max\big\{ (1 - \eta)\, Q_{t-1}^n + [g_t^n(x_t)]_+,\ \gamma \big\} && (8)
+    \end{aligned}
+    \]
 
     with ``Q_1^n = gamma`` (not updated with ``g_1(x_1)``) and ``alpha_t = alpha0 t^alpha_power``. The loss
     is linearised, the constraint is not (its hinge enters exactly), the proximal term has no 1/2. ``P_t``
@@ -201,16 +206,22 @@ class _COLDQExpertState(eqx.Module):
 
 
 class COLDQExpert(AbstractQueueLearner):
-    """COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
+    r"""COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
 
     Update (Algorithm 2): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
-    ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point::
+    ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point:
 
-        x_t[m]     = argmin_X <grad f_{t-1}(x_{t-1}[m]), x - x_{t-1}[m]> + alpha_{t-1}[m] ||x - x_{t-1}[m]||^2
-                                + sum_n Q_{t-1}^n[m] [g_{t-1}^n(x)]_+
-        x_t        = sum_m w_t[m] x_t[m]                                    (played)
-        Q_t^n[m]   = max{ (1 - eta) Q_{t-1}^n[m] + [g_t^n(x_t[m])]_+ , gamma }   (t >= 2; Q_1 = gamma)
-        w_{t+1}[m] ∝ w_t[m] exp(-kappa l_t(x_t[m])),   l_t(x) = <grad f_t(x_t), x - x_t>
+    \[
+    \begin{aligned}
+    x_t[m] &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \big\langle \nabla f_{t-1}(x_{t-1}[m]), x - x_{t-1}[m]
+        \big\rangle + \alpha_{t-1}[m]\, \|x - x_{t-1}[m]\|^2 + \sum_n Q_{t-1}^n[m] \big[g_{t-1}^n(x)\big]_+ \\
+    x_t &= \textstyle\sum_m w_t[m]\, x_t[m] && \text{(played)} \\
+    Q_t^n[m] &= \max\big\{ (1 - \eta)\, Q_{t-1}^n[m] + [g_t^n(x_t[m])]_+,\ \gamma \big\}
+        && (t \ge 2;\ Q_1 = \gamma) \\
+    w_{t+1}[m] &\propto w_t[m] \exp\big(-\kappa\, \ell_t(x_t[m])\big),
+        \quad \ell_t(x) = \langle \nabla f_t(x_t), x - x_t \rangle
+    \end{aligned}
+    \]
 
     with the prior ``w_1[m] = (M + 1) / (m (m + 1) M)``. The experts are vmapped (one compiled solve).
 

@@ -204,12 +204,14 @@ class _HedgeState(eqx.Module):
 
 
 class Hedge(AbstractLearner):
-    """Hedge / exponentiated gradient: online mirror descent with the negative entropy on the simplex.
+    r"""Hedge / exponentiated gradient: online mirror descent with the negative entropy on the simplex.
 
-    Update (after playing ``x_t`` and seeing ``f_t``), with ``eta_t = eta`` or ``eta / sqrt(t)``::
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``eta_t = eta`` or ``eta / sqrt(t)``:
 
-        x_{t+1} = (1 - nu) P_KL(x_t, eta_t grad f_t(x_t), 1) + nu / d,
-        P_KL(y, h, 1)_i = y_i exp(-h_i) / sum_j y_j exp(-h_j),
+    \[
+    x_{t+1} = (1 - \nu)\, P_{KL}\big(x_t, \eta_t \nabla f_t(x_t), 1\big) + \nu / d, \qquad
+    P_{KL}(y, h, 1)_i = \frac{y_i\, e^{-h_i}}{\sum_j y_j\, e^{-h_j}},
+    \]
 
     starting from the uniform point. ``nu = 0`` is the classic algorithm; ``nu > 0`` mixes with the
     uniform distribution (fixed share), as Algorithm 2 of paper 004 does for its prox centre. The long-term

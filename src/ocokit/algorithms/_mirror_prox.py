@@ -267,17 +267,22 @@ class AbstractMirrorProx(AbstractLearner):
 
 
 class MirrorProx(AbstractMirrorProx):
-    """Online Primal-Dual Mirror Prox (Qiu and Wei 2020, Algorithm 1) for fixed known constraints.
+    r"""Online Primal-Dual Mirror Prox (Qiu and Wei 2020, Algorithm 1) for fixed known constraints.
 
     Round t, with the prox step ``P(y, h, alpha) = argmin_{x in X_0} <h, x> + alpha D(x, y)`` of
-    ``geometry`` and ``Q(0) = 0``, ``alpha_0 = 0``::
+    ``geometry`` and ``Q(0) = 0``, ``alpha_0 = 0``:
 
-        Q_k(t)  = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }            (Line 3)
-        c_t     = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
-        xi_t    = gamma L_g ||Q(t)||_1 + gamma^2 (L_g G + H^2)                             (eq. 6)
-        alpha_t = max{ (2 / rho)(gamma^2 L_g G + eta L_f^2 + 1 / eta + xi_t), alpha_{t-1} }  (Thm 4.1)
-        x_t     = P(x~_t, grad f^{t-1}(x_{t-1}) + c_t, alpha_t)      -> played          (Line 4)
-        x~_{t+1} = P(x~_t, grad f^t(x_t) + c_t, alpha_t)                                 (Line 7)
+    \[
+    \begin{aligned}
+    Q_k(t) &= \max\big\{ -\gamma g_k(x_{t-1}),\ Q_k(t-1) + \gamma g_k(x_{t-1}) \big\} && \text{(Line 3)} \\
+    c_t &= \gamma \sum_k \big(Q_k(t) + \gamma g_k(x_{t-1})\big) \nabla g_k(x_{t-1}) \\
+    \xi_t &= \gamma L_g \|Q(t)\|_1 + \gamma^2 (L_g G + H^2) && \text{(eq. 6)} \\
+    \alpha_t &= \max\Big\{ \tfrac{2}{\rho} \big(\gamma^2 L_g G + \eta L_f^2 + 1/\eta + \xi_t\big),\
+        \alpha_{t-1} \Big\} && \text{(Thm 4.1)} \\
+    x_t &= P\big(\tilde x_t,\ \nabla f^{t-1}(x_{t-1}) + c_t,\ \alpha_t\big) && \text{(Line 4; played)} \\
+    \tilde x_{t+1} &= P\big(\tilde x_t,\ \nabla f^{t}(x_t) + c_t,\ \alpha_t\big) && \text{(Line 7)}
+    \end{aligned}
+    \]
 
     Both steps are centred at ``x~_t`` (not ``x_t``; the "y = x_t" in the proof of Lemma 5.1 is a typo of
     the paper) and reuse ``Q(t)``, ``alpha_t`` and the linearisation at ``x_{t-1}``. ``x_t`` never uses
@@ -395,20 +400,27 @@ class MirrorProx(AbstractMirrorProx):
 
 
 class SimplexMirrorProx(AbstractMirrorProx):
-    """Online Primal-Dual Mirror Prox on the probability simplex (Qiu and Wei 2020, Algorithm 2).
+    r"""Online Primal-Dual Mirror Prox on the probability simplex (Qiu and Wei 2020, Algorithm 2).
 
-    Algorithm 1 with the KL divergence, plus a uniform mixing of the prox centre. Round t::
+    Algorithm 1 with the KL divergence, plus a uniform mixing of the prox centre. Round t:
 
-        y~_t     = (1 - nu) x~_t + nu / d                                              (Line 3)
-        Q_k(t)   = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }          (Line 4)
-        c_t      = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
-        alpha_t  = max{ 3 (eta L_f^2 + gamma^2 L_g G) + 2 / eta + 3 xi_t, alpha_{t-1} }  (Thm 6.1)
-        x_t      proportional to y~_t exp(-(grad f^{t-1}(x_{t-1}) + c_t) / alpha_t)  -> played  (Line 5)
-        x~_{t+1} proportional to y~_t exp(-(grad f^t(x_t) + c_t) / alpha_t)            (Line 8)
+    \[
+    \begin{aligned}
+    \tilde y_t &= (1 - \nu)\, \tilde x_t + \nu / d && \text{(Line 3)} \\
+    Q_k(t) &= \max\big\{ -\gamma g_k(x_{t-1}),\ Q_k(t-1) + \gamma g_k(x_{t-1}) \big\} && \text{(Line 4)} \\
+    c_t &= \gamma \sum_k \big(Q_k(t) + \gamma g_k(x_{t-1})\big) \nabla g_k(x_{t-1}) \\
+    \alpha_t &= \max\big\{ 3 (\eta L_f^2 + \gamma^2 L_g G) + 2/\eta + 3 \xi_t,\ \alpha_{t-1} \big\}
+        && \text{(Thm 6.1)} \\
+    x_t &\propto \tilde y_t \odot \exp\big(-(\nabla f^{t-1}(x_{t-1}) + c_t) / \alpha_t\big)
+        && \text{(Line 5; played)} \\
+    \tilde x_{t+1} &\propto \tilde y_t \odot \exp\big(-(\nabla f^{t}(x_t) + c_t) / \alpha_t\big) && \text{(Line 8)}
+    \end{aligned}
+    \]
 
     with ``xi_t`` of eq. (6), ``x_0 = x~_1 = 1/d`` and ``Q(0) = 0``. Both steps are centred at the mixed
     point ``y~_t`` (Algorithm 2, Lines 5 and 8), which keeps every centre ``>= nu / d`` so KL stays finite.
-    The steps are the entropic prox of `_mirror`, in log space. Constants are measured in
+    The steps are the entropic prox step of [`EntropicGeometry`][ocokit.algorithms.EntropicGeometry], in log
+    space. Constants are measured in
     (l1, l_inf): ``F = sup ||grad f^t||_inf``, ``L_f``, ``L_g`` with ``||grad phi(x) - grad phi(y)||_inf <=
     L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (Section 6; l2 constants are valid upper bounds). Any
     ``Simplex(capped=False)`` works (the step acts on ``(x - offset) / radius``); the theorem's constants

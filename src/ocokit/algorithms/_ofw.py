@@ -58,13 +58,18 @@ class AbstractOFW(AbstractLearner):
 
 
 class OFW(AbstractOFW):
-    """OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
+    r"""OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
 
-    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``:
 
-        F_t(x)  = eta <S_t, x> + ||x - x_1||^2             (eq. 3 of 001; regulariser not halved)
-        v_t     = argmin_{v in K} <grad F_t(x_t), v>,      grad F_t(x_t) = eta S_t + 2 (x_t - x_1)
-        x_{t+1} = x_t + sigma_t (v_t - x_t),               sigma_t = min(1, sigma0 / sqrt(t))
+    \[
+    \begin{aligned}
+    F_t(x) &= \eta \langle S_t, x \rangle + \|x - x_1\|^2 && \text{(eq. 3 of Wan and Zhang; not halved)} \\
+    v_t &= \operatorname*{arg\,min}_{v \in \mathcal{K}} \langle \nabla F_t(x_t), v \rangle,
+        && \nabla F_t(x_t) = \eta S_t + 2 (x_t - x_1) \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t), && \sigma_t = \min(1, \sigma_0 / \sqrt{t})
+    \end{aligned}
+    \]
 
     ``x_1`` is ``K.center()``. One LMO call per round (warm-started: the set's LMO state is carried in the
     learner state), no projection.
@@ -129,16 +134,21 @@ class OFW(AbstractOFW):
 
 
 class OFWLineSearch(AbstractOFW):
-    """OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
+    r"""OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
 
-    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``:
 
-        F_t(x)  = eta <S_t, x> + ||x - x_1||^2                           (eq. 3; 2-smooth, 2-strongly convex)
-        c_t     = grad F_t(x_t) = eta S_t + 2 (x_t - x_1)
-        v_t     = argmin_{v in K} <c_t, v>                                 (line 5)
-        sigma_t = argmin_{s in [0,1]} s <v_t - x_t, c_t> + s^2 ||v_t - x_t||^2
-                = clip(<c_t, x_t - v_t> / (2 ||v_t - x_t||^2), 0, 1)       (line 6; 0 when v_t = x_t)
-        x_{t+1} = x_t + sigma_t (v_t - x_t)                                (line 7)
+    \[
+    \begin{aligned}
+    F_t(x) &= \eta \langle S_t, x \rangle + \|x - x_1\|^2 && \text{(eq. 3; 2-smooth, 2-strongly convex)} \\
+    c_t &= \nabla F_t(x_t) = \eta S_t + 2 (x_t - x_1) \\
+    v_t &= \operatorname*{arg\,min}_{v \in \mathcal{K}} \langle c_t, v \rangle && \text{(line 5)} \\
+    \sigma_t &= \operatorname*{arg\,min}_{s \in [0,1]} s \langle v_t - x_t, c_t \rangle + s^2 \|v_t - x_t\|^2
+        = \operatorname{clip}\Big( \frac{\langle c_t, x_t - v_t \rangle}{2 \|v_t - x_t\|^2}, 0, 1 \Big)
+        && \text{(line 6; 0 when } v_t = x_t\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t) && \text{(line 7)}
+    \end{aligned}
+    \]
 
     Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``):
     the step rule `LineSearchStep`. ``x_1`` is ``K.center()``. One LMO call
@@ -194,15 +204,22 @@ class OFWLineSearch(AbstractOFW):
 
 
 class SCOFW(AbstractOFW):
-    """SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
+    r"""SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
 
-    Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``)::
+    Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``):
 
-        F_t(x)  = sum_{tau<=t} <grad f_tau(x_tau), x> + (lam/2) ||x - x_tau||^2    (eq. 5; lam t-smooth)
-        c_t     = grad F_t(x_t) = S_t + lam (t x_t - P_t),     S_t = sum grad f_tau(x_tau), P_t = sum x_tau
-        v_t     = argmin_{v in K} <c_t, v>                                         (line 5)
-        sigma_t = clip(<c_t, x_t - v_t> / (lam t ||v_t - x_t||^2), 0, 1)            (line 6; 0 if v_t = x_t)
-        x_{t+1} = x_t + sigma_t (v_t - x_t)                                        (line 7)
+    \[
+    \begin{aligned}
+    F_t(x) &= \sum_{\tau \le t} \langle \nabla f_\tau(x_\tau), x \rangle + \frac{\lambda}{2} \|x - x_\tau\|^2
+        && \text{(eq. 5; } \lambda t\text{-smooth)} \\
+    c_t &= \nabla F_t(x_t) = S_t + \lambda (t\, x_t - P_t),
+        && S_t = \textstyle\sum_{\tau \le t} \nabla f_\tau(x_\tau),\ P_t = \sum_{\tau \le t} x_\tau \\
+    v_t &= \operatorname*{arg\,min}_{v \in \mathcal{K}} \langle c_t, v \rangle && \text{(line 5)} \\
+    \sigma_t &= \operatorname{clip}\Big( \frac{\langle c_t, x_t - v_t \rangle}{\lambda t \|v_t - x_t\|^2}, 0, 1 \Big)
+        && \text{(line 6; 0 if } v_t = x_t\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t) && \text{(line 7)}
+    \end{aligned}
+    \]
 
     Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the step rule
     `StronglyConvexStep`. The implementation divides ``F_t`` by t

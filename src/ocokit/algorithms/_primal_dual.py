@@ -44,13 +44,17 @@ _QUEUE_USES = ("current", "previous")
 
 
 class RECOO(AbstractQueueLearner):
-    """RECOO: RECtified Online Optimization with a floored virtual queue (Guo, Liu, Wei and Ying 2022).
+    r"""RECOO: RECtified Online Optimization with a floored virtual queue (Guo, Liu, Wei and Ying 2022).
 
-    Update, for ``t >= 2``, from round ``t-1``'s gradient and its whole constraint function::
+    Update, for ``t >= 2``, from round ``t-1``'s gradient and its whole constraint function:
 
-        x_t   = argmin_{x in X} <grad f_{t-1}(x_{t-1}), x - x_{t-1}> + alpha_{t-1} ||x - x_{t-1}||^2
-                                + gamma_{t-1} sum_n Q_{t-1}^n [g_{t-1}^n(x)]_+
-        Q_t^n = max{ eta_t , Q_{t-1}^n + gamma_t [g_t^n(x_t)]_+ }          (queue_uses="current")
+    \[
+    \begin{aligned}
+    x_t &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \langle \nabla f_{t-1}(x_{t-1}), x - x_{t-1} \rangle
+        + \alpha_{t-1} \|x - x_{t-1}\|^2 + \gamma_{t-1} \sum_n Q_{t-1}^n \big[g_{t-1}^n(x)\big]_+ \\
+    Q_t^n &= \max\big\{ \eta_t,\ Q_{t-1}^n + \gamma_t [g_t^n(x_t)]_+ \big\} && \text{(queue\_uses="current")}
+    \end{aligned}
+    \]
 
     with ``Q_1 = 0`` (so ``x_2`` is a projected gradient step), ``alpha_t = alpha t^{1/2}``,
     ``gamma_t = gamma t^{1/2 + epsilon}`` (the rectifier: clipped constraint, scaled) and
@@ -199,13 +203,17 @@ class _Yi2021State(eqx.Module):
 
 
 class Yi2021(AbstractQueueLearner):
-    """Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (ICML 2021), long-term constraints.
+    r"""Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (ICML 2021), long-term constraints.
 
-    Update, for ``t >= 2`` (``q_0 = 0``), with constant ``alpha`` and ``gamma`` set from the horizon::
+    Update, for ``t >= 2`` (``q_0 = 0``), with constant ``alpha`` and ``gamma`` set from the horizon:
 
-        q_{t-1} = q_{t-2} + gamma [g(x_{t-1})]_+,      q_hat = q_{t-1} + gamma [g(x_{t-1})]_+
-        x_t     = argmin_{x in X} alpha <grad f_{t-1}(x_{t-1}), x> + alpha gamma sum_n q_hat^n [g^n(x)]_+
-                                  + ||x - x_{t-1}||^2
+    \[
+    \begin{aligned}
+    q_{t-1} &= q_{t-2} + \gamma [g(x_{t-1})]_+, \qquad \hat q = q_{t-1} + \gamma [g(x_{t-1})]_+ \\
+    x_t &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \alpha \langle \nabla f_{t-1}(x_{t-1}), x \rangle
+        + \alpha \gamma \sum_n \hat q^n [g^n(x)]_+ + \|x - x_{t-1}\|^2
+    \end{aligned}
+    \]
 
     (the latest violation counts twice in ``q_hat``; unit weight on the proximal term and ``alpha`` on
     the linear term). Dividing by ``alpha``, ``x_t`` is the hinge-penalised proximal step with proximal
@@ -326,14 +334,20 @@ _DUAL_STEPS = ("gamma", "beta")
 
 
 class Yi2023(AbstractLearner):
-    """Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (IEEE TAC 2023), with one agent.
+    r"""Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (IEEE TAC 2023), with one agent.
 
-    Update, for ``t >= 2`` (``q_1 = 0``), first-order feedback only::
+    Update, for ``t >= 2`` (``q_1 = 0``), first-order feedback only:
 
-        s^n   = grad g_{t-1}^n(x_{t-1}) if g_{t-1}^n(x_{t-1}) > 0 else 0          (subgradient of [g]_+)
-        omega = grad f_{t-1}(x_{t-1}) + sum_n q^n s^n                            (the OLD q)
-        x_t   = Pi_X(x_{t-1} - alpha_t omega)
-        q^n  <- max{0, (1 - beta_t gamma_t) q^n + gamma_t ([g_{t-1}^n(x_{t-1})]_+ + s^n . (x_t - x_{t-1}))}
+    \[
+    \begin{aligned}
+    s^n &= \begin{cases} \nabla g_{t-1}^n(x_{t-1}) & g_{t-1}^n(x_{t-1}) > 0 \\ 0 & \text{otherwise} \end{cases}
+        && \text{(subgradient of } [g]_+\text{)} \\
+    \omega &= \nabla f_{t-1}(x_{t-1}) + \sum_n q^n s^n && \text{(the old } q\text{)} \\
+    x_t &= \Pi_{\mathcal{X}}(x_{t-1} - \alpha_t\, \omega) \\
+    q^n &\leftarrow \max\big\{ 0,\ (1 - \beta_t \gamma_t)\, q^n
+        + \gamma_t \big( [g_{t-1}^n(x_{t-1})]_+ + \langle s^n, x_t - x_{t-1} \rangle \big) \big\}
+    \end{aligned}
+    \]
 
     with ``alpha_t = alpha / t^kappa``, ``beta_t = beta / t^kappa`` and ``gamma_t = gamma / t^{1-kappa}``
     (all ``~ 1/sqrt(t)`` at ``kappa = 1/2``). The distributed algorithm's consensus average is replaced by

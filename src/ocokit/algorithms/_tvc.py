@@ -69,15 +69,22 @@ class _TVCState(eqx.Module):
 
 
 class OFWTVC(AbstractOFWTVC):
-    """OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 1).
+    r"""OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 1).
 
     Round t (``x_t`` played, ``Q_t``, ``tilde f_t`` from eqs. 4 and 6):
 
-        while G~_k < beta G (gamma + Phi'(beta Q_t)):  G~_{k+1} = 2 G~_k;  s_{k+1} = t;  k += 1
-        eta_k = eta / G~_k                                             (eq. 9: eta = D / (2 T^{3/4}))
-        F_{s_k:t}(x) = eta_k sum_{tau=s_k}^{t} <grad tilde f_tau(x_tau), x> + ||x - x_{s_k}||^2   (eq. 10)
-        v_t = argmin_{x in K} <grad F_{s_k:t}(x_t), x>                 (eq. 11, one LMO call)
-        x_{t+1} = x_t + min(1, 2 / sqrt(t - s_k + 1)) (v_t - x_t)      (eqs. 12-13)
+    \[
+    \begin{aligned}
+    &\textbf{while } \tilde G_k < \beta G \big(\gamma + \Phi'(\beta Q_t)\big):\quad
+        \tilde G_{k+1} = 2 \tilde G_k,\ s_{k+1} = t,\ k \leftarrow k + 1 \\
+    &\eta_k = \eta / \tilde G_k && \text{(eq. 9: } \eta = D / (2 T^{3/4})\text{)} \\
+    &F_{s_k:t}(x) = \eta_k \sum_{\tau=s_k}^{t} \big\langle \nabla \tilde f_\tau(x_\tau), x \big\rangle
+        + \|x - x_{s_k}\|^2 && \text{(eq. 10)} \\
+    &v_t = \operatorname*{arg\,min}_{x \in \mathcal{K}} \big\langle \nabla F_{s_k:t}(x_t), x \big\rangle
+        && \text{(eq. 11, one LMO call)} \\
+    &x_{t+1} = x_t + \min\Big(1, \frac{2}{\sqrt{t - s_k + 1}}\Big) (v_t - x_t) && \text{(eqs. 12-13)}
+    \end{aligned}
+    \]
 
     A restart (doubling) at round t starts the new epoch at t: the gradient sum restarts with round t's
     gradient, the regulariser is re-centred at ``x_t`` (which is kept) and the step counter restarts at 1.
@@ -171,15 +178,22 @@ class OFWTVC(AbstractOFWTVC):
 
 
 class SCOFWTVC(AbstractOFWTVC):
-    """SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 2).
+    r"""SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 2).
 
     Round t, with ``C_1 = gamma beta alpha_f / 2``, ``S_t = sum_{tau<=t} grad tilde f_tau(x_tau)`` and
     ``X_t = sum_{tau<=t} x_tau``:
 
-        F_t^sc(x) = sum_{tau=1}^{t} [<grad tilde f_tau(x_tau), x> + C_1 ||x - x_tau||^2]      (eq. 14)
-        v_t = argmin_{x in K} <S_t + 2 C_1 (t x_t - X_t), x>                              (eq. 15)
-        sigma_t = argmin_{sigma in [0, 1]} F_t^sc(x_t + sigma (v_t - x_t))   (eq. 16; Hessian 2 C_1 t I)
-        x_{t+1} = x_t + sigma_t (v_t - x_t)                                               (eq. 17)
+    \[
+    \begin{aligned}
+    F_t^{sc}(x) &= \sum_{\tau=1}^{t} \Big[ \big\langle \nabla \tilde f_\tau(x_\tau), x \big\rangle
+        + C_1 \|x - x_\tau\|^2 \Big] && \text{(eq. 14)} \\
+    v_t &= \operatorname*{arg\,min}_{x \in \mathcal{K}} \big\langle S_t + 2 C_1 (t\, x_t - X_t), x \big\rangle
+        && \text{(eq. 15)} \\
+    \sigma_t &= \operatorname*{arg\,min}_{\sigma \in [0, 1]} F_t^{sc}\big(x_t + \sigma (v_t - x_t)\big)
+        && \text{(eq. 16; Hessian } 2 C_1 t I\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t) && \text{(eq. 17)}
+    \end{aligned}
+    \]
 
     This is SC-OFW's step (`StronglyConvexStep`, ``lam = 2 C_1``), which divides
     ``F_t^sc`` by t (running means of the gradients and iterates): same ``v_t`` and ``sigma_t``.
