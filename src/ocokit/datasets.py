@@ -68,8 +68,8 @@ def resolve(relative: str, path: str | os.PathLike | None = None) -> Path:
             return c
     where = ", ".join(str(c) for c in candidates) or f"nowhere (no path given and ${ENV_VAR} unset)"
     raise FileNotFoundError(
-        f"dataset file {relative!r} not found; looked in {where}. Pass path=... or set {ENV_VAR} to the folder "
-        f"that holds {relative}"
+        f"dataset file {relative!r} not found; looked in {where}. Give the folder that holds {relative}: "
+        f"--data FOLDER on the command line, path=... in Python, or the {ENV_VAR} environment variable"
     )
 
 
