@@ -54,7 +54,12 @@ def test_list_names_every_experiment(monkeypatch):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["run", "no-such-experiment"], "unknown experiment 'no-such-experiment'; available:"),
+        (["run", "no-such-experiment"], "unknown experiment 'no-such-experiment' (valid: cli-smoke, "),
+        (["run", "time-varyng-regression"], "did you mean 'time-varying-regression'?"),
+        (["list", "online-pq"], "did you mean 'online-qp'"),
+        (["run", "online-qp", "--option", "extra=false"], "online-qp 'extra'; did you mean 'extras'?"),
+        (["plot", ".", "--format", "jpg"], "unknown --format 'jpg'"),
+        (["plot", ".", "--dpi", "0"], "dpi must be an integer in [10, 2400]"),
         (["run", "time-varying-regression", "--T", "0"], "--T must be an integer >= 1"),
         (["run", "time-varying-regression", "--seeds", "0"], "--seeds must be an integer >= 1"),
         (["run", "time-varying-regression", "--option", "novalue"], "--option takes key=value"),
@@ -82,7 +87,7 @@ def test_tables_are_plain_markdown_off_a_terminal_or_with_plain(tmp_path):
     out = tmp_path / "smoke"
     args = ["run", "cli-smoke", "--T", "20", "--seeds", "2", "--out", str(out), "--plain"]
     assert runner.invoke(cli.app, args).exit_code == 0
-    for command in (["report", str(out)], ["report", str(out), "--plain"], ["list"], ["list", "--plain"]):
+    for command in (["report", str(out)], ["report", str(out), "--plain"], ["list", "cli-smoke"]):
         result = runner.invoke(cli.app, command)  # CliRunner's stdout is no terminal: plain either way
         assert result.exit_code == 0, result.output
         rows = [line for line in result.stdout.splitlines() if line.startswith("|")]
@@ -90,11 +95,10 @@ def test_tables_are_plain_markdown_off_a_terminal_or_with_plain(tmp_path):
         assert len({row.replace("\\|", "").count("|") for row in rows}) == 1, result.stdout  # no row wraps
         if command[0] == "report":
             assert rows[0] == "| metric | OGD | OGD-slow |" and rows[1] == "|---|---:|---:|"
-            assert "cli-smoke: final values (mean ± std over seeds)" in result.stdout
-        else:
-            assert sum(row.startswith(f"| {name} |") for row in rows for name in experiments.names()) == len(
-                experiments.names()
-            )
+            assert "cli-smoke: final values, mean ± sample std (ddof = 1) over the seeds" in result.stdout
+            assert "| seeds | 2 | 2 |" in result.stdout
+        else:  # the card's tables
+            assert "| label | note |" in rows
 
 
 def test_progress_bar_shows_an_eta():
@@ -164,3 +168,72 @@ def test_the_console_script_ends_with_its_status_and_its_output_whole(tmp_path, 
         assert json.loads(done.stdout) == json.loads((out / "summary.json").read_text())  # flushed whole
     else:
         assert done.stdout.strip() == "error: --T must be an integer >= 1 and <= 2147483647, got 0"
+
+
+def test_list_is_one_line_per_experiment_within_100_columns_naming_papers(monkeypatch):
+    monkeypatch.setattr(cli.console, "width", 400)
+    result = runner.invoke(cli.app, ["list"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= cli.LIST_WIDTH
+    for name in experiments.names():
+        (line,) = [line for line in lines if line.startswith(name + " ")]
+        exp = experiments.get(name)
+        assert f"T={exp.default_T}, {exp.default_seeds} seeds" in line
+    (line,) = [line for line in lines if line.startswith("time-varying-regression ")]
+    assert "Wang, Yan and Liu 2025" in line and "Fig. 1" in line
+    assert not re.search(r"(?<![\d.])00[0-4](?![\d])", result.output)  # no bare paper id
+
+
+def test_list_name_prints_the_card(monkeypatch):
+    monkeypatch.setattr(cli.console, "width", 400)
+    result = runner.invoke(cli.app, ["list", "time-varying-regression", "--plain"])
+    assert result.exit_code == 0, result.output
+    exp = experiments.get("time-varying-regression")
+    assert "Wang, Yan and Liu, AAAI 2025, Fig. 1" in result.output
+    assert f"--T {exp.default_T} --seeds {exp.default_seeds}" in result.output
+    for algorithm in exp.algorithms:
+        assert algorithm.label in result.output
+    for option in exp.options:
+        assert f"--option {option.name}=..." in result.output and option.describe() in result.output
+    for claim in exp.claims:
+        assert claim.statement in result.output
+    assert not re.search(r"(?<![\d.])00[0-4](?![\d])", result.output)
+
+
+def _summary(T, seeds, std=1.5):
+    return {
+        "experiment": "time-varying-regression",
+        "T": T,
+        "seeds": seeds,
+        "options": {},
+        "algorithms": {"COLDQ": {"hard_violation": {"mean": 2.0, "std": std}, "seeds": seeds}},
+        "claims": [{"statement": "a claim", "measured": "x", "holds": False}],
+    }
+
+
+def test_report_shows_seeds_and_warns_below_the_default_size(capsys):
+    exp = experiments.get("time-varying-regression")
+    cli.print_report(_summary(100, 2), plain=True)
+    small = capsys.readouterr().out
+    assert "sample std (ddof = 1)" in small and "| seeds | 2 |" in small
+    assert f"smaller than the size the claims are meant for (T = {exp.default_T}, {exp.default_seeds} seeds" in small
+    cli.print_report(_summary(exp.default_T, exp.default_seeds), plain=True)
+    assert "smaller than" not in capsys.readouterr().out
+
+
+def test_missing_data_names_the_command_line_flag_and_the_variable(monkeypatch, tmp_path):
+    from ocokit import datasets
+
+    monkeypatch.delenv(datasets.ENV_VAR, raising=False)
+    with pytest.raises(FileNotFoundError, match=r"--data FOLDER on the command line.*OCOKIT_DATA"):
+        datasets.resolve("ml-100k/u.data", tmp_path)
+
+
+def test_plot_writes_the_asked_format(tmp_path):
+    out = tmp_path / "smoke"
+    assert runner.invoke(cli.app, ["run", "cli-smoke", "--T", "10", "--seeds", "2", "--out", str(out)]).exit_code == 0
+    for fmt, magic in [("pdf", b"%PDF"), ("svg", b"<?xml")]:
+        result = runner.invoke(cli.app, ["plot", str(out), "--format", fmt, "--dpi", "200"])
+        assert result.exit_code == 0, result.output
+        assert (out / f"cli-smoke.{fmt}").read_bytes().startswith(magic)

@@ -132,6 +132,27 @@ def test_every_public_name_is_in_the_api_reference(site):
     assert not missing, f"not in the API reference: {missing}"
 
 
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|mod|meth|data|attr|obj|exc|ref):(?=\s*(?:`|<code|~|&#96;))")
+"""A Sphinx role left in a docstring: mkdocstrings renders it as text (``:class:<code>~ocokit...</code>``)."""
+
+
+def test_raw_role_is_caught():
+    assert RAW_ROLE.search("see (:class:<code>~ocokit.algorithms.COLDQ</code>: the")
+    assert RAW_ROLE.search("see :func:`run` here")
+    assert not RAW_ROLE.search('<a href="#ocokit.run"><code>run</code></a> and a dict {"a": 1}')
+
+
+def test_no_raw_sphinx_role_in_the_site(site):
+    """Docstrings cross-reference in Markdown (autorefs ``[`Name`][ocokit.pkg.Name]``), never with Sphinx roles."""
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for match in RAW_ROLE.finditer(text):
+            snippet = re.sub(r"<[^>]+>", "", text[match.start() : match.start() + 120]).split("\n")[0]
+            found.append(f"{page.relative_to(site)}: {snippet}")
+    assert not found, f"{len(found)} raw roles (convert them: docstrings use autorefs links):\n" + "\n".join(found)
+
+
 def test_committed_figures_are_small_and_belong_to_registered_experiments():
 
     figures = sorted((ROOT / "docs" / "figures").glob("*.png"))

@@ -97,3 +97,12 @@ def test_growth_exponent_bad_input():
         metrics.growth_exponent([1, 2], [1, 2])
     with pytest.raises(ValueError, match="positive"):
         metrics.growth_exponent([1, 2, 3], [1, 0, 2])
+
+
+def test_mean_std_is_the_sample_standard_deviation():
+    # values 1, 2, 3, 4: mean 5/2, squared deviations sum to 5, so the sample variance (ddof = 1) is 5/3
+    entry = metrics.mean_std([1.0, 2.0, 3.0, 4.0])
+    assert entry["mean"] == 2.5
+    assert entry["std"] == np.sqrt(5.0 / 3.0)
+    assert metrics.quartiles([1.0, 2.0, 3.0, 4.0])["std"] == np.sqrt(5.0 / 3.0)
+    assert metrics.mean_std([7.0]) == {"mean": 7.0, "std": 0.0}  # one seed: no spread measured

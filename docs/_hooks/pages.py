@@ -19,18 +19,6 @@ from mkdocs.structure.files import File, Files
 
 log = logging.getLogger("mkdocs.hooks.ocokit")
 
-PAPERS = {
-    "000": "Y. Wang, Y. Wan and L. Zhang. Revisiting Projection-Free Online Learning with Time-Varying "
-    "Constraints. AAAI 2025.",
-    "001": "Y. Wan and L. Zhang. Projection-free Online Learning over Strongly Convex Sets. AAAI 2021.",
-    "002": "L. Ye, Z. Wang, Z.-W. Liu, M. Chi, X. Wang and H. Su. Online Convex Optimization with Memory and "
-    "Limited Predictions. arXiv:2410.23574, 2024.",
-    "003": "J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with "
-    "Dynamics of Both Loss and Constraint. AAAI 2025.",
-    "004": "S. Qiu and X. Wei. Beyond O(sqrt(T)) Regret for Constrained Online Optimization: Gradual Variations "
-    "and Mirror Prox. Preprint (arXiv:2006.12455), 2020.",
-}
-
 # What a learner of each feedback kind sees after playing x_t (the protocol, in math).
 SETTINGS = {
     "full_information": (
@@ -160,6 +148,65 @@ def _table_cell(text: str) -> str:
     return text.replace("|", r"\|").replace("\n", " ")
 
 
+# ------------------------------------------------------------------------------------------ measurement
+
+COST_T = 100
+"""Rounds of the cost measurement on each algorithm page (tiny: the build stays fast; compilation excluded)."""
+
+
+def _reference_case(cls: type):
+    """The learner suite's first (learner, problem) pair for ``cls`` (``tests/learner_cases.py``), or ``None``."""
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        from tests.learner_cases import CASES
+    except ImportError as err:
+        log.info("cost per round: tests/learner_cases.py not importable (%s)", err)
+        return None
+    build = CASES.get(cls)
+    cases = build() if build is not None else []
+    return cases[0] if cases else None
+
+
+def measure_cost(cls: type) -> str:
+    """One line: the learner's oracle calls and wall time per round on its reference problem, measured now.
+
+    The run is played twice at ``T = COST_T`` in float64 (as the command line runs); the second, already
+    compiled, is timed. Nothing is cached: every build measures again, on the machine that builds.
+    """
+    import time
+
+    import jax
+
+    import ocokit
+
+    with jax.enable_x64(True):  # the case is built in float64 too
+        case = _reference_case(cls)
+        if case is None:
+            return "Not measured: the learner suite (`tests/learner_cases.py`) has no case for this learner."
+        learner, problem = case
+        ocokit.run(learner, problem, COST_T, comparators=False)  # compiles
+        start = time.perf_counter()
+        traj = jax.block_until_ready(ocokit.run(learner, problem, COST_T, comparators=False))
+        seconds = (time.perf_counter() - start) / COST_T
+    calls = traj.diagnostics.get("oracle_calls")
+    shape = "x".join(str(n) for n in getattr(problem.domain, "shape", ()) or ("?",))
+    where = f"`{type(problem).__name__}`, decisions of shape {shape}, {COST_T} rounds"
+    oracle = (
+        f"oracle calls per round **{float(calls.mean()):.3g}** (mean of the learner's `oracle_calls` diagnostic: "
+        "its LMO, projection or inner-solver steps) and "
+        if calls is not None
+        else ""
+    )
+    return (
+        f"Measured when this page was built: {oracle}time per round **{seconds * 1e6:.3g} µs** in the compiled scan "
+        f"(compilation excluded), on the learner suite's first case for it ({where}; CPU of the machine that "
+        "built the docs). Sizes and hardware change the time; the oracle count follows the docstring below."
+    )
+
+
 # ------------------------------------------------------------------------------------------------ pages
 
 
@@ -211,9 +258,7 @@ def algorithm_page(cls: type, used_in: list[str]) -> str:
         "",
         "## Cost per round",
         "",
-        "Each round costs one `decide` and one `update` inside the compiled scan. The per-round oracle work "
-        "(LMO, projection or inner-solver iterations) is what the docstring below states; learners that "
-        'record it expose `diagnostics(state)["oracle_calls"]`, which `ocokit.run` stores per round.',
+        measure_cost(cls),
         "",
         "## Reference",
         "",
@@ -274,13 +319,17 @@ def experiment_page(experiment, classes: list[type]) -> str:
     import sys
 
     name = experiment.name
-    paper_number = experiment.paper.split()[0]
+    from ocokit.papers import PAPERS, cite
+
+    paper = PAPERS.get(experiment.paper.split()[0]) if experiment.paper.split() else None
     module = _subject_module(experiment, sys.modules)
     lines = [f"# {name}", "", f"**{experiment.title}**", ""]
     lines += [
         "| | |",
         "|---|---|",
-        f"| paper | {_table_cell(experiment.paper)}: {_table_cell(PAPERS.get(paper_number, ''))} |",
+        f"| paper | {_table_cell(cite(experiment.paper))}"
+        + (f": {_table_cell(paper.reference())}" if paper is not None else "")
+        + " |",
         f"| defaults | T = {experiment.default_T}, {experiment.default_seeds} seeds |",
         f"| data | {'needs `--data PATH` or `OCOKIT_DATA`' if experiment.needs_data else 'none (synthetic)'} |",
         "",
@@ -353,6 +402,8 @@ def experiment_page(experiment, classes: list[type]) -> str:
 
 
 def experiments_index(registered: list) -> str:
+    from ocokit.papers import cite
+
     lines = [
         "# Experiments",
         "",
@@ -364,8 +415,47 @@ def experiments_index(registered: list) -> str:
         "|---|---|---|",
     ]
     for e in registered:
-        lines.append(f"| [{e.name}]({e.name}.md) | {_table_cell(e.paper)} | {_table_cell(e.title)} |")
+        lines.append(f"| [{e.name}]({e.name}.md) | {_table_cell(cite(e.paper))} | {_table_cell(e.title)} |")
     return "\n".join(lines) + "\n"
+
+
+def citing_page() -> str:
+    """The Citing page: ocokit's own entry, then every paper's BibTeX, from ``ocokit.papers`` (one source)."""
+    from ocokit import __version__
+    from ocokit.papers import BASELINES, PAPERS
+
+    lines = [
+        "# Citing",
+        "",
+        "If you use ocokit, please cite it together with the papers of the methods you use. `CITATION.cff` at the",
+        "root of the repository holds ocokit's metadata; the entries below come from "
+        "[`ocokit.papers`][ocokit.papers], which the command line and the figures also use to name the papers.",
+        "",
+        "## ocokit",
+        "",
+        "```bibtex",
+        "@software{ocokit,",
+        "  title = {ocokit: online convex optimization under constraints, in {JAX}},",
+        "  author = {{ocokit developers}},",
+        f"  version = {{{__version__}}},",
+        "  year = {2026},",
+        "  url = {URL-TO-BE-FILLED-BY-THE-MAINTAINERS}",
+        "}",
+        "```",
+        "",
+        "## The reproduced papers",
+        "",
+    ]
+    for paper in PAPERS.values():
+        lines += [f"### {paper.short}", "", paper.title + ".", "", "```bibtex", paper.bibtex(), "```", ""]
+    lines += ["## The baselines' papers", ""]
+    seen = set()
+    for learner, paper in BASELINES.items():
+        if paper.title in seen:
+            continue
+        seen.add(paper.title)
+        lines += [f"### {paper.short} ({learner})", "", paper.title + ".", "", "```bibtex", paper.bibtex(), "```", ""]
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------- API pages
@@ -445,7 +535,7 @@ def _drop_missing(nav: list, docs_dir: Path) -> list:
 
 
 def _generated(path: str) -> bool:
-    return path.startswith(("algorithms/", "experiments/", "api/"))
+    return path.startswith(("algorithms/", "experiments/", "api/")) or path == "citing.md"
 
 
 _STATE: dict = {}
@@ -474,6 +564,7 @@ def on_files(files: Files, config) -> Files:
     pages |= {f"algorithms/{c.__name__}.md": algorithm_page(c, used[c.__name__]) for c in classes}
     pages |= {f"experiments/{e.name}.md": experiment_page(e, classes) for e in registered}
     pages |= {api_path(m): api_page(m, classes) for m in api_modules()}
+    pages["citing.md"] = citing_page()
     for path, content in pages.items():
         files.append(File.generated(config, path, content=content))
     import mathjax

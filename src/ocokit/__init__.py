@@ -1,9 +1,10 @@
 """ocokit: online convex optimization under constraints, in JAX.
 
-Learners (:mod:`ocokit.algorithms`) play against problems (:mod:`ocokit.problems`) over decision sets
-(:mod:`ocokit.sets`); :func:`run` plays a whole game as one compiled ``lax.scan``, :func:`sweep` vmaps
-many, :class:`Session` steps one round at a time; :mod:`ocokit.metrics` scores trajectories and
-:mod:`ocokit.experiments` reproduces the papers' figures. ocokit never changes JAX's global
+Learners ([`ocokit.algorithms`][ocokit.algorithms]) play against problems ([`ocokit.problems`][ocokit.problems])
+over decision sets ([`ocokit.sets`][ocokit.sets]); [`run`][ocokit.run] plays a whole game as one compiled
+``lax.scan``, [`sweep`][ocokit.sweep] vmaps many, [`Session`][ocokit.Session] steps one round at a time;
+[`ocokit.metrics`][ocokit.metrics] scores trajectories and [`ocokit.experiments`][ocokit.experiments] reproduces
+the papers' figures, named by [`ocokit.papers`][ocokit.papers]. ocokit never changes JAX's global
 configuration: enable float64 yourself (``jax.config.update("jax_enable_x64", True)``) if you want it;
 the CLI does.
 
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from ocokit._version import __version__ as __version__
 
 _WHERE = {
-    **{name: None for name in ("algorithms", "datasets", "executors", "feedback", "metrics", "problems", "sets")},
+    **dict.fromkeys(("algorithms", "datasets", "executors", "feedback", "metrics", "papers", "problems", "sets")),
     **{name: "ocokit.engine" for name in ("Session", "comparators", "run", "stack", "sweep", "with_comparators")},
     **{name: "ocokit.trajectory" for name in ("NonFiniteError", "Trajectory")},
 }
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # what static tools (type checkers, the docs' API pages) read
     from ocokit import executors as executors
     from ocokit import feedback as feedback
     from ocokit import metrics as metrics
+    from ocokit import papers as papers
     from ocokit import problems as problems
     from ocokit import sets as sets
     from ocokit.engine import Session as Session
@@ -51,6 +53,7 @@ __all__ = [
     "executors",
     "feedback",
     "metrics",
+    "papers",
     "problems",
     "run",
     "sets",

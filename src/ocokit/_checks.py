@@ -122,23 +122,23 @@ def optional(check: Check) -> Check:
 
 
 def among(allowed: tuple[str, ...] | list[str]) -> Check:
-    """:func:`one_of` ``allowed``, as a check."""
+    """`one_of` ``allowed``, as a check."""
     return lambda name, value: one_of(name, value, allowed)
 
 
 def within(low: float, high: float) -> Check:
-    """:func:`in_closed_interval` ``[low, high]``, as a check."""
+    """`in_closed_interval` ``[low, high]``, as a check."""
     return lambda name, value: in_closed_interval(name, value, low, high)
 
 
 def checked_field(check: Check | None = None, **kwargs: Any) -> Any:
-    """An ``eqx.field(**kwargs)`` declaring its own ``check``, which :class:`Checked` runs on construction."""
+    """An ``eqx.field(**kwargs)`` declaring its own ``check``, which `Checked` runs on construction."""
     metadata = {**kwargs.pop("metadata", {}), **({} if check is None else {"check": check})}
     return eqx.field(metadata=metadata, **kwargs)
 
 
 class Checked(eqx.Module):
-    """A module whose fields declare their checks (:func:`checked_field`): each runs, with the field's name, when
+    """A module whose fields declare their checks (`checked_field`): each runs, with the field's name, when
     the module is built, so a field and its rule are written once, together (and a rule shared by a family
     with the field that its abstract class declares)."""
 
@@ -235,7 +235,7 @@ def memory_limit() -> int:
 
 
 def fits_in_memory(what: str, nbytes: float, reduce: str) -> None:
-    """Refuse, before anything is allocated, ``what`` whose estimated size ``nbytes`` exceeds :func:`memory_limit`."""
+    """Refuse, before anything is allocated, ``what`` whose estimated size ``nbytes`` exceeds `memory_limit`."""
     limit = memory_limit()
     if nbytes > limit:
         raise ValueError(
@@ -349,7 +349,7 @@ def runs_fit(what: str, problem: Any, T: int, runs: int, chunk: int, decisions: 
     learner's diagnostics); each of the ``chunk`` runs computed at once also holds its episode and, for the
     comparators, five times its round data per round (``best_fixed`` stacks every round's data; drawing it
     vmapped over the rounds peaks at about 4.4 times the data's size for
-    :class:`~ocokit.problems.TimeVaryingRegression`).
+    [`TimeVaryingRegression`][ocokit.problems.TimeVaryingRegression]).
     """
     itemsize = 8 if jax.config.jax_enable_x64 else 4
     entries = int(np.prod(problem.domain.shape)) if decisions else 0

@@ -116,7 +116,7 @@ def _experiments():
 
 def _float64() -> Path | None:
     """Every command that may compute runs in float64, as ``run`` always has (the library never flips it), with
-    JAX's persistent compilation cache on (:func:`_compilation_cache`: its folder, or ``None``)."""
+    JAX's persistent compilation cache on (`_compilation_cache`: its folder, or ``None``)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -130,7 +130,7 @@ _CACHE_MAX_BYTES = 2**30
 
 
 def _cache_folder() -> Path | None:
-    """The folder of the CLI's compilation cache (``None``: off), not yet turned on (:func:`_compilation_cache`).
+    """The folder of the CLI's compilation cache (``None``: off), not yet turned on (`_compilation_cache`).
 
     ``$OCOKIT_CACHE_DIR`` if set (empty: no cache), else ``ocokit/jax-compilation-cache`` in the user's cache
     folder (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS; ``%LOCALAPPDATA%`` on Windows).
@@ -152,9 +152,9 @@ def _compilation_cache() -> Path | None:
 
     A small run spends most of its wall time compiling (every learner's scan, the comparators, the
     metrics). With the cache, a second invocation with the same shapes (same T, seeds, options, versions)
-    loads those programs from disk instead of compiling them. The folder (:func:`_cache_folder`) only ever holds
+    loads those programs from disk instead of compiling them. The folder (`_cache_folder`) only ever holds
     compiled programs, keyed by JAX on the program, the options and the versions, so it is safe to delete at any
-    time; JAX bounds it (:data:`_CACHE_MAX_BYTES`, least recently used out). JAX loads native code from it, so it
+    time; JAX bounds it (`_CACHE_MAX_BYTES`, least recently used out). JAX loads native code from it, so it
     is created readable by its owner only, and a folder that another user owns or may write in, or that this
     process cannot write in, is not used (one warning line; the command runs without a cache). A cache the user
     configured for JAX itself (``JAX_COMPILATION_CACHE_DIR``) is left as it is.
@@ -295,8 +295,18 @@ def print_table(title: str, columns: list[str], rows: list[list[str]], *, plain:
     console.print(table)
 
 
-def print_report(report_json: dict, *, plain: bool = False) -> None:
-    """Print a summary.json as two tables: final metrics per algorithm, and the claims."""
+def _seeds_of(stats: dict, report_json: dict) -> str:
+    seeds = stats.get("seeds", report_json.get("seeds"))
+    return str(seeds) if seeds is not None else "-"
+
+
+def print_report(
+    report_json: dict, *, plain: bool = False, default_T: int | None = None, default_seeds: int | None = None
+) -> None:
+    """Print a summary.json as two tables: final metrics per algorithm (mean ± sample std over the seeds, and how
+    many seeds), and the claims; under the claims, a line when the run is smaller than the experiment's default
+    size (``default_T``/``default_seeds``, read from the registry when not given), for which the claims are meant.
+    """
     algos = report_json.get("algorithms", {})
     metric_names: list[str] = []
     for stats in algos.values():
@@ -308,40 +318,150 @@ def print_report(report_json: dict, *, plain: bool = False) -> None:
                                 for st in algos.values())]
         for m in metric_names
     ]  # fmt: skip
+    rows.append(["seeds", *(_seeds_of(st, report_json) for st in algos.values())])
     wall = [f"{st['wall_seconds_per_round']:.2e}" if "wall_seconds_per_round" in st else "-" for st in algos.values()]
     rows.append(["wall s / round (incl. compile)", *wall])
-    title = f"{report_json.get('experiment', '')}: final values (mean ± std over seeds)"
+    title = f"{report_json.get('experiment', '')}: final values, mean ± sample std (ddof = 1) over the seeds"
     print_table(title, ["metric", *algos], rows, plain=_plain(plain), right=len(algos))
     claims = report_json.get("claims", [])
     if claims:
         rows = [[c["statement"], c["measured"], "yes" if c["holds"] else "no"] for c in claims]
         print_table("paper claims", ["claim", "measured", "holds"], rows, plain=_plain(plain))
+        smaller = _smaller_than_default(report_json, default_T, default_seeds)
+        if smaller:
+            console.print(smaller, markup=False, highlight=False, soft_wrap=True)
+
+
+def _smaller_than_default(report_json: dict, default_T: int | None, default_seeds: int | None) -> str | None:
+    """The line under the claims when this run is smaller than the size its claims are meant for, else ``None``."""
+    name = report_json.get("experiment")
+    if default_T is None or default_seeds is None:
+        E = _experiments()
+        if name not in E.names():
+            return None
+        default_T, default_seeds = E.get(name).default_T, E.get(name).default_seeds
+    T, seeds = report_json.get("T"), report_json.get("seeds")
+    if not isinstance(T, int) or not isinstance(seeds, int) or (T >= default_T and seeds >= default_seeds):
+        return None
+    return (
+        f"note: this run (T = {T}, {seeds} seeds) is smaller than the size the claims are meant for "
+        f"(T = {default_T}, {default_seeds} seeds: `ocokit run {name}`); at this size they may not hold."
+    )
 
 
 PLAIN = typer.Option("--plain", help="print tables as plain Markdown (the default when stdout is not a terminal)")
 
 
-@app.command("list")
-def list_experiments(plain: Annotated[bool, PLAIN] = False) -> None:
-    """List the registered experiments, the algorithms each compares and its options."""
+LIST_WIDTH = 100
+"""``ocokit list`` prints one line per experiment within this many columns."""
+
+
+def _suggest(name: str, valid: list[str], what: str) -> ValueError:
+    """``ValueError`` for an unknown ``what``: "did you mean ..." (difflib) and the valid names."""
+    import difflib
+
+    close = difflib.get_close_matches(name, valid, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return ValueError(f"unknown {what} {name!r}{hint} (valid: {', '.join(valid)})")
+
+
+def _experiment(name: str):
+    """The registered experiment ``name``; an unknown name suggests the closest (``ValueError``)."""
     E = _experiments()
-    columns = ["name", "paper", "what", "algorithms", "options", "default T", "seeds"]
-    rows = []
-    for name in E.names():
-        exp = E.get(name)
-        algos = ", ".join(a.label + (f" ({a.note})" if a.note else "") for a in exp.algorithms)
-        options = ", ".join(f"{o.name}={o.default} ({o.describe()})" for o in exp.options)
-        rows.append([name, exp.paper, exp.title, algos, options, str(exp.default_T), str(exp.default_seeds)])
-    if _plain(plain):
-        print_table("ocokit experiments", columns, rows, plain=True)
+    if name not in E.names():
+        raise _suggest(name, E.names(), "experiment")
+    return E.get(name)
+
+
+def _check_option_names(exp, options: dict[str, str]) -> None:
+    """Unknown ``--option`` keys fail here, with the closest valid names (before anything is computed)."""
+    valid = [o.name for o in exp.options]
+    for key in options:
+        if key not in valid:
+            raise (
+                _suggest(key, valid, f"option of {exp.name}")
+                if valid
+                else ValueError(f"experiment {exp.name} takes no --option, got {key!r}")
+            )
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` characters, cut at a word with "..." if it is longer."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: max(0, width - 3)]
+    cut = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return cut.rstrip(",;:") + "..."
+
+
+def _list_cells(exp) -> tuple[str, str]:
+    """(paper by name, what): ``("Wang, Yan and Liu 2025", "Fig. 1: Time-varying regression, ...")``."""
+    from ocokit.papers import PAPERS
+
+    head, _, rest = exp.paper.partition(" ")
+    paper = PAPERS.get(head)
+    if paper is None:
+        return exp.paper, exp.title
+    rest = rest.strip()
+    where = "" if not rest or rest.startswith("(") else f"{rest}: "
+    return f"{paper.short_authors} {paper.year}", where + exp.title
+
+
+def _list_lines(names: list[str]) -> list[str]:
+    """One line per experiment, at most ``LIST_WIDTH`` columns: name, paper, what, default size."""
+    E = _experiments()
+    cells = {n: _list_cells(E.get(n)) for n in names}
+    sizes = {n: f"T={E.get(n).default_T}, {E.get(n).default_seeds} seeds" for n in names}
+    w_name = max(len(n) for n in [*names, "experiment"])
+    w_paper = max(len(c[0]) for c in [*cells.values(), ("paper", "")])
+    w_size = max(len(v) for v in [*sizes.values(), "default size"])
+    w_what = LIST_WIDTH - w_name - w_paper - w_size - 6
+    row = lambda a, b, c, d: f"{a:<{w_name}}  {b:<{w_paper}}  {_shorten(c, w_what):<{w_what}}  {d:>{w_size}}"  # noqa: E731
+    return [row("experiment", "paper", "what", "default size"), *(row(n, *cells[n], sizes[n]) for n in names)]
+
+
+@app.command("list")
+def list_experiments(
+    name: Annotated[str | None, typer.Argument(help="an experiment: print its full card")] = None,
+    plain: Annotated[bool, PLAIN] = False,
+) -> None:
+    """List the experiments, one line each (paper, what, default size); `ocokit list NAME` prints one's card."""
+    if name is not None:
+        _print_card(_experiment(name), plain=plain)
         return
-    table = Table(title="ocokit experiments")
-    table.add_column("name", no_wrap=True, min_width=max(len(n) for n in E.names()))
-    for col in columns[1:]:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*(escape(c) for c in row))
-    console.print(table)
+    lines = _list_lines(_experiments().names())
+    lines.append("")
+    lines.append("ocokit list NAME: its algorithms, options and claims.  ocokit run NAME: run it.")
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_card(exp, *, plain: bool) -> None:
+    """An experiment's card: paper, size, data, algorithms, options (defaults and ranges) and claims."""
+    from ocokit.papers import PAPERS, cite
+
+    paper = PAPERS.get(exp.paper.split()[0]) if exp.paper.split() else None
+    lines = [f"{exp.name}: {exp.title}", f"  paper:    {cite(exp.paper)}"]
+    if paper is not None:
+        lines.append(f"            {paper.title}" + (f" ({paper.url})" if paper.url else ""))
+    lines += [
+        f"  default:  --T {exp.default_T} --seeds {exp.default_seeds} (the size the claims are meant for)",
+        f"  data:     {'needs --data FOLDER or OCOKIT_DATA' if exp.needs_data else 'none (synthetic)'}",
+        f"  command:  ocokit run {exp.name}" + (" --data FOLDER" if exp.needs_data else ""),
+    ]
+    console.print("\n".join(lines) + "\n", markup=False, highlight=False, soft_wrap=True)
+    print_table(
+        "algorithms",
+        ["label", "note"],
+        [[a.label, a.note or "-"] for a in exp.algorithms],
+        plain=_plain(plain),
+    )
+    if exp.options:
+        rows = [[f"--option {o.name}=...", o.describe(), repr(o.default), o.help or "-"] for o in exp.options]
+        print_table("options", ["option", "accepts", "default", "what it does"], rows, plain=_plain(plain))
+    if exp.claims:
+        rows = [[c.statement] for c in exp.claims]
+        print_table(f"claims (checked by `ocokit run {exp.name}`)", ["claim"], rows, plain=_plain(plain))
 
 
 @app.command("run")
@@ -367,21 +487,25 @@ def run_experiment(
     plain: Annotated[bool, PLAIN] = False,
 ) -> None:
     """Run an experiment, skipping runs already stored in OUT; write summary.json, runs and the figure."""
+    exp = _experiment(name)  # a mistyped name fails here, with the closest names
     cache = _float64()
-    E = _experiments()
-    exp = E.get(name)
     T = exp.default_T if T is None else T
     seeds = exp.default_seeds if seeds is None else seeds
     _check_size(exp, T, seeds, data)
     out = Path("results") / name if out is None else out
     options = _parse_options(option or [])
+    _check_option_names(exp, options)
     exp.parse_options(options)  # typed: a bad option fails here, before anything is printed or computed
     from ocokit.results import check_writable_folder
 
     check_writable_folder(out, "--out")  # before computing: a file, a read-only folder fail now, in one line
     runner = _executor(executor, address, max_workers, connect_timeout)
     status = status_console if as_json else console
-    header = f"[bold]{escape(name)}[/bold] ({exp.paper}): T = {T}, seeds = {seeds}, out = {escape(str(out))}"
+    from ocokit.papers import cite
+
+    header = (
+        f"[bold]{escape(name)}[/bold] ({escape(cite(exp.paper))}): T = {T}, seeds = {seeds}, out = {escape(str(out))}"
+    )
     status.print(header, soft_wrap=True)
     if executor != "local":
         status.print(f"executor: {runner.describe()}", soft_wrap=True)
@@ -406,7 +530,7 @@ def run_experiment(
     if as_json:
         typer.echo(json.dumps(_read_summary(out), indent=2, sort_keys=True))
     else:
-        print_report(report.to_json(), plain=plain)
+        print_report(report.to_json(), plain=plain, default_T=exp.default_T, default_seeds=exp.default_seeds)
     status.print(
         f"wrote {out / 'summary.json'}"
         + (f" and {report.figure}" if report.figure else "")
@@ -427,13 +551,14 @@ def tune(
     write: Annotated[Path | None, typer.Option("--write", help="file to write (default: the recorded table)")] = None,
 ) -> None:
     """Record an experiment's grid search on its tuning seeds: the table its runs use by default."""
+    exp = _experiment(name)
     _float64()
-    exp = _experiments().get(name)
     if exp.tuning is None:
         tuned = [e for e in _experiments().names() if _experiments().get(e).tuning is not None]
         raise ValueError(f"experiment {name!r} has no grid search; experiments with one: {', '.join(tuned)}")
     _check_size(exp, T, seeds, data)
     raw = _parse_options(option or [])
+    _check_option_names(exp, raw)
     problem = exp.study.make_problem(T, data, exp.parse_options(raw))
     command = " ".join(["ocokit tune", name, f"--T {T}", f"--seeds {seeds}", *(f"--option {o}" for o in option or [])])
     console.print(f"[bold]{escape(name)}[/bold]: grid search at T = {T} on {seeds} tuning seed(s)", soft_wrap=True)
@@ -459,12 +584,22 @@ def _executor(name: str, address: str | None, workers: int | None, timeout: floa
 
 
 @app.command("plot")
-def plot(out: Annotated[Path, typer.Argument(help="an output folder of `ocokit run`")]) -> None:
-    """Redraw the figure of a finished run from its stored records (read only: summary.json and the runs stay)."""
-    _float64()
-    summary = _read_summary(out)
-    figure = _experiments().get(summary["experiment"]).plot(out)
-    console.print(f"wrote {figure}")
+def plot(
+    out: Annotated[Path, typer.Argument(help="an output folder of `ocokit run`")],
+    fmt: Annotated[str, typer.Option("--format", help="file format: png, pdf or svg")] = "png",
+    dpi: Annotated[int, typer.Option("--dpi", help="dots per inch (raster output), 10-2400")] = 120,
+) -> None:
+    """Redraw the figure of a finished run from its stored records, as PNG, PDF or SVG (read only: summary.json
+    and the runs stay)."""
+    from ocokit import plotting
+
+    if fmt not in plotting.FORMATS:
+        raise _suggest(fmt, list(plotting.FORMATS), "--format")
+    with plotting.figure_output(format=fmt, dpi=dpi):  # checks dpi before anything is read
+        _float64()
+        summary = _read_summary(out)
+        figure = _experiment(summary["experiment"]).plot(out)
+    console.print(f"wrote {figure}", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("export")
@@ -537,7 +672,7 @@ def _read_summary(out: Path) -> dict:
 
 
 def main() -> None:
-    """The ``ocokit`` command in this process (:func:`script` is the console script); errors print one line and
+    """The ``ocokit`` command in this process (`script` is the console script); errors print one line and
     exit non-zero (``SystemExit``), warnings one line each on stderr, Ctrl-C one line and exit status 130."""
     import warnings
 

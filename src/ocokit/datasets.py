@@ -31,7 +31,8 @@ CHECKSUMS = {
     "ml-100k/u.data": "06416e597f82b7342361e41163890c81036900f418ad91315590814211dca490",
     "filmtrust/ratings.txt": "eed85fd763c0fb9a2cce25b8b27eeb855d6d9b01bec7f8fff548602ce0a6deaa",
 }
-"""SHA-256 of the canonical files; a mismatch is reported by :func:`verify` (not an error: subsets are fine)."""
+"""SHA-256 of the canonical files; a mismatch is reported by [`verify`][ocokit.datasets.verify] (not an error: subsets
+are fine)."""
 
 MAX_DENSE_ENTRIES = 2**28
 """Largest ``n_users x n_items`` a ratings file may imply (2 GiB as a dense float64 matrix, which the
@@ -67,8 +68,8 @@ def resolve(relative: str, path: str | os.PathLike | None = None) -> Path:
             return c
     where = ", ".join(str(c) for c in candidates) or f"nowhere (no path given and ${ENV_VAR} unset)"
     raise FileNotFoundError(
-        f"dataset file {relative!r} not found; looked in {where}. Pass path=... or set {ENV_VAR} to the folder "
-        f"that holds {relative}"
+        f"dataset file {relative!r} not found; looked in {where}. Give the folder that holds {relative}: "
+        f"--data FOLDER on the command line, path=... in Python, or the {ENV_VAR} environment variable"
     )
 
 

@@ -5,12 +5,14 @@ The harness asks an executor to ``map`` a picklable function over its units and 
 arrives; workers never write to the store, so a local run, a Ray run and any mix of them produce the same
 files and resume each other.
 
-* :class:`Local` computes the units one after another in this process (the default).
-* :class:`Ray` sends them to a Ray cluster: a local one started on first use (every core of this machine,
+* [`Local`][ocokit.executors.Local] computes the units one after another in this process (the default).
+* [`Ray`][ocokit.executors.Ray] sends them to a Ray cluster: a local one started on first use (every core of this
+  machine,
   each worker's BLAS and XLA threads pinned to its share), or an existing one (``address="auto"`` or
   ``"ray://host:port"``). A worker killed mid-unit (SIGKILL, a lost node, out of memory) is retried by
   Ray up to ``max_retries`` times; an exception raised by the function itself is deterministic, is not
-  retried, and ends the map with a one-line :class:`UnitError` naming the unit, after every unit that did
+  retried, and ends the map with a one-line [`UnitError`][ocokit.executors.UnitError] naming the unit, after every unit
+  that did
   finish has been yielded (so the caller stored it).
 
 The Ray executor needs the optional ``ray`` extra (``pip install "ocokit[ray]"``: Ray with its client, which
@@ -42,14 +44,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
 RAY_MISSING = 'the Ray executor needs the ray extra: pip install "ocokit[ray]"'
-"""The one-line message raised when :class:`Ray` is constructed without Ray installed."""
+"""The one-line message raised when [`Ray`][ocokit.executors.Ray] is constructed without Ray installed."""
 RAY_CLIENT_MISSING = 'a ray:// address needs Ray Client (grpcio): pip install "ocokit[ray]", or "ray[client]"'
-"""The one-line message raised when :class:`Ray` is given a ``ray://`` address without Ray Client installed."""
+"""The one-line message raised when [`Ray`][ocokit.executors.Ray] is given a ``ray://`` address without Ray Client
+installed."""
 CONNECT_TIMEOUT = 30.0
-"""Seconds :class:`Ray` waits, by default, for the cluster at its address to answer."""
+"""Seconds [`Ray`][ocokit.executors.Ray] waits, by default, for the cluster at its address to answer."""
 
 NAMES = ("local", "ray")
-"""The executor names accepted by :func:`get` (and by ``ocokit run --executor``)."""
+"""The executor names accepted by [`get`][ocokit.executors.get] (and by ``ocokit run --executor``)."""
 
 # The JAX options a worker copies from the driver before it unpickles the function, so that its arrays
 # (float64 under ``jax_enable_x64``) and its numbers are the driver's.
@@ -68,7 +71,8 @@ _JAX_LOCAL_OPTIONS = (
 
 
 class UnitError(RuntimeError):
-    """A unit of work failed: raised by :meth:`Ray.map` with one line naming the unit and the cause.
+    """A unit of work failed: raised by [`Ray.map`][ocokit.executors.Ray.map] with one line naming the unit and the
+    cause.
 
     Attributes: ``unit`` (the unit that failed) and ``cause`` (the original exception when it could be
     recovered, else ``None``).
@@ -82,7 +86,8 @@ class UnitError(RuntimeError):
 class AbstractExecutor(abc.ABC):
     """Computes ``fn(unit)`` for every unit, yielding ``(unit, result)`` pairs as the units complete.
 
-    Contract of :meth:`map`: every unit appears exactly once, in completion order (not submission order);
+    Contract of [`map`][ocokit.executors.AbstractExecutor.map]: every unit appears exactly once, in completion order
+    (not submission order);
     ``fn`` and the units must be picklable (cloudpickle: closures over equinox modules are fine) and ``fn``
     must be deterministic, since a unit may be computed more than once when a worker dies. If a unit fails,
     the units that finished are yielded first and the failure is raised after them.
@@ -95,7 +100,8 @@ class AbstractExecutor(abc.ABC):
     @property
     @abc.abstractmethod
     def workers(self) -> int:
-        """How many units run at once (1 for :class:`Local`; the cluster's slots for :class:`Ray`)."""
+        """How many units run at once (1 for [`Local`][ocokit.executors.Local]; the cluster's slots for
+        [`Ray`][ocokit.executors.Ray])."""
 
     def describe(self) -> str:
         """One line for the progress display, e.g. ``ray (8 workers)``."""
@@ -255,7 +261,8 @@ class Ray(AbstractExecutor):
         }
 
     def map(self, fn: Callable[[Any], Any], units: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-        """Yield ``(unit, fn(unit))`` as units complete on the cluster; :class:`UnitError` if one fails.
+        """Yield ``(unit, fn(unit))`` as units complete on the cluster; [`UnitError`][ocokit.executors.UnitError] if one
+        fails.
 
         At most ``max_workers`` units are in flight. After a failure no further unit is submitted; the
         units already submitted are awaited and yielded, then the first failure is raised.

@@ -3,18 +3,22 @@
 Feedback kinds (a learner declares one as its class attribute ``feedback``):
 
 * ``FULL_INFORMATION``: ``f_t`` and ``g_t`` as functions: values, gradients and Jacobians anywhere
-  (:class:`FullInformation`).
-* ``BANDIT``: the values ``f_t(x_t)`` and ``g_t(x_t)`` at the played point only (:class:`Bandit`).
+  ([`FullInformation`][ocokit.feedback.FullInformation]).
+* ``BANDIT``: the values ``f_t(x_t)`` and ``g_t(x_t)`` at the played point only ([`Bandit`][ocokit.feedback.Bandit]).
 * ``ZEROTH_ORDER``: values of ``f_t`` and ``g_t`` at points the learner picks, no gradients (two-point
-  feedback; :class:`ZerothOrder`). A learner counts its own queries in its state.
-* ``PREDICTIONS``: a prediction oracle (:class:`Predictions`): values of a model ``l_k`` of the costs of
+  feedback; [`ZerothOrder`][ocokit.feedback.ZerothOrder]). A learner counts its own queries in its state.
+* ``PREDICTIONS``: a prediction oracle ([`Predictions`][ocokit.feedback.Predictions]): values of a model ``l_k`` of the
+  costs of
   upcoming rounds ``k``, at windows the learner picks, within a look-ahead window (paper 002). Such a learner
-  also gets the oracle of round 0 before round 1 (:func:`before_round_one`, through ``AbstractLearner.prepare``).
+  also gets the oracle of round 0 before round 1 ([`before_round_one`][ocokit.feedback.before_round_one], through
+  ``AbstractLearner.prepare``).
 
 Gradient estimators (one-point sphere, two-point, smoothing laws) take a loss-value function and a key,
 so every zeroth-order or bandit learner reuses the same code. Smoothing directions come from one sampler,
-:func:`sample_direction`, with the laws of :data:`SMOOTHING_LAWS` (uniform on the sphere, Gaussian,
-truncated Gaussian of paper 002 Definition 1, Rademacher/Bernoulli); :func:`direction_variance` gives the
+[`sample_direction`][ocokit.feedback.sample_direction], with the laws of `SMOOTHING_LAWS` (uniform on the sphere,
+Gaussian,
+truncated Gaussian of paper 002 Definition 1, Rademacher/Bernoulli);
+[`direction_variance`][ocokit.feedback.direction_variance] gives the
 per-coordinate second moment ``E[u_i^2]`` that scales the estimators' expectation.
 """
 
@@ -72,7 +76,7 @@ class _RoundFunctions(eqx.Module):
 
     @property
     def constraint_structure(self) -> str:
-        """The declared structure of ``g_t`` (:attr:`ocokit.problems.AbstractProblem.constraint_structure`)."""
+        """The declared structure of ``g_t`` (`constraint_structure`)."""
         return self._problem.constraint_structure
 
     def affine_constraints(self) -> tuple[Array, Array]:
@@ -117,7 +121,7 @@ class Bandit(eqx.Module):
 def problem_lookahead(problem: AbstractProblem) -> int | None:
     """How many rounds past the coming one ``problem``'s simulator predicts (``None``: no limit).
 
-    The problem's declared :meth:`~ocokit.problems.AbstractProblem.prediction_lookahead`.
+    The problem's declared [`prediction_lookahead`][ocokit.problems.AbstractProblem.prediction_lookahead].
     """
     return problem.prediction_lookahead()
 
@@ -135,11 +139,14 @@ class Predictions(eqx.Module):
     The window of rounds is enforced here: a query for round ``k`` is answered only if
     ``now <= k <= now + lookahead``; any other query returns ``nan``. Such a value is flagged, never
     silent: it propagates to the decision and the engine stops the run naming the round. ``lookahead`` is
-    the problem's (:func:`problem_lookahead`; ``None`` = no limit), narrowed by a learner with
-    :meth:`restrict` to the window its own reading allows.
+    the problem's ([`problem_lookahead`][ocokit.feedback.problem_lookahead]; ``None`` = no limit), narrowed by a learner
+    with
+    [`restrict`][ocokit.feedback.Predictions.restrict] to the window its own reading allows.
 
-    The simulator (problem, episode, environment key) is private: a learner sees only :meth:`predict`,
-    :meth:`value_and_grad`, :meth:`available`, ``now`` and ``lookahead``.
+    The simulator (problem, episode, environment key) is private: a learner sees only
+    [`predict`][ocokit.feedback.Predictions.predict],
+    [`value_and_grad`][ocokit.feedback.Predictions.value_and_grad],
+    [`available`][ocokit.feedback.Predictions.available], ``now`` and ``lookahead``.
 
     Attributes:
         now: the 1-based round about to be played.
@@ -267,7 +274,8 @@ def one_point_sphere_estimate(
 def two_point_quotient(plus: Array, minus: Array, delta: Array) -> Array:
     """The central difference quotient ``(f(x + delta u) - f(x - delta u)) / (2 delta)`` from the two values.
 
-    The scalar that multiplies the direction in :func:`two_point_estimate`, for callers that evaluate the
+    The scalar that multiplies the direction in [`two_point_estimate`][ocokit.feedback.two_point_estimate], for callers
+    that evaluate the
     two query points themselves (e.g. in one batched oracle call).
     """
     return (plus - minus) / (2.0 * delta)
@@ -289,7 +297,7 @@ def two_point_estimate(
 
 
 SMOOTHING_LAWS = ("gaussian", "rademacher", "sphere", "truncated_gaussian")
-"""Laws of :func:`sample_direction` (``"bernoulli"`` is accepted for ``"rademacher"``)."""
+"""Laws of [`sample_direction`][ocokit.feedback.sample_direction] (``"bernoulli"`` is accepted for ``"rademacher"``)."""
 
 _LAW_ALIASES = {"bernoulli": "rademacher"}
 _HALF_WIDTH_REQUIRED = "half_width is required for the truncated_gaussian law (truncated_gaussian_half_width)"
@@ -348,13 +356,15 @@ def sample_truncated_gaussian(key: PRNGKeyArray, shape: tuple[int, ...], half_wi
 def sample_direction(
     key: PRNGKeyArray, shape: tuple[int, ...], law: str, *, half_width: Any = None, dtype: Any = None
 ) -> Array:
-    """A random smoothing direction of ``shape`` drawn from ``law`` (one of :data:`SMOOTHING_LAWS`).
+    """A random smoothing direction of ``shape`` drawn from ``law`` (one of `SMOOTHING_LAWS`).
 
-    * ``"sphere"``: uniform on the unit sphere (:func:`sample_unit_sphere`); pair with ``scale = n`` in the
+    * ``"sphere"``: uniform on the unit sphere ([`sample_unit_sphere`][ocokit.feedback.sample_unit_sphere]); pair with
+      ``scale = n`` in the
       estimators.
     * ``"gaussian"``: i.i.d. N(0, 1) coordinates (Nesterov and Spokoiny 2017; exact Stein identity).
     * ``"truncated_gaussian"``: i.i.d. N(0, 1) truncated to ``[-half_width, half_width]``
-      (:func:`sample_truncated_gaussian`; paper 002 Definition 1 with ``truncated_gaussian_half_width``, or
+      ([`sample_truncated_gaussian`][ocokit.feedback.sample_truncated_gaussian]; paper 002 Definition 1 with
+      ``truncated_gaussian_half_width``, or
       the experiments' ``half_width = 2``). ``half_width`` is required and may be a traced array.
     * ``"rademacher"`` (alias ``"bernoulli"``): i.i.d. +-1 with probability 1/2 each (paper 002, Sec. 5).
 
@@ -375,10 +385,12 @@ def sample_direction(
 
 
 def direction_variance(law: str, shape: tuple[int, ...], *, half_width: Any = None) -> Array:
-    """Per-coordinate second moment ``E[u_i^2]`` of :func:`sample_direction` (``E[u u^T] = this * I``).
+    """Per-coordinate second moment ``E[u_i^2]`` of [`sample_direction`][ocokit.feedback.sample_direction] (``E[u u^T] =
+    this * I``).
 
     1 for Gaussian and Rademacher, ``1 / n`` on the sphere (``n`` = number of entries of ``shape``), and
-    ``1 - 2 a phi(a) / kappa`` for the truncated Gaussian (:func:`truncated_gaussian_moments`).
+    ``1 - 2 a phi(a) / kappa`` for the truncated Gaussian
+    ([`truncated_gaussian_moments`][ocokit.feedback.truncated_gaussian_moments]).
     """
     law = smoothing_law(law)
     if law in ("gaussian", "rademacher"):
@@ -393,7 +405,8 @@ def direction_variance(law: str, shape: tuple[int, ...], *, half_width: Any = No
 def one_point_estimate(value: Array, u: Array, delta: Array, scale: Array | float = 1.0) -> Array:
     """One-point estimator ``scale * f(x + delta u) / delta * u`` for any smoothing law.
 
-    With ``u`` on the sphere and ``scale = n`` this is :func:`one_point_sphere_estimate` (Flaxman et al.);
+    With ``u`` on the sphere and ``scale = n`` this is
+    [`one_point_sphere_estimate`][ocokit.feedback.one_point_sphere_estimate] (Flaxman et al.);
     with Gaussian-type directions use ``scale = 1`` (paper 002's single-point variant, Sec. 5).
     """
     return scale * value / delta * u

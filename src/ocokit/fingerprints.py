@@ -1,8 +1,8 @@
 """What a run is, in words that survive the process: its content key, its description and its provenance.
 
-:func:`config_hash` keys a stored run (:mod:`ocokit.results`) by a hash of everything that determines its numbers
-(:func:`fingerprint`: array contents, static fields, the code of user functions, exact numbers) and a hash of the
-ocokit, jax and equinox versions; :func:`describe` writes a configuration as JSON for people; :func:`provenance`
+`config_hash` keys a stored run (`results`) by a hash of everything that determines its numbers
+(`fingerprint`: array contents, static fields, the code of user functions, exact numbers) and a hash of the
+ocokit, jax and equinox versions; `describe` writes a configuration as JSON for people; `provenance`
 records where and with what a result was made.
 """
 
@@ -237,7 +237,7 @@ def describe(obj: Any, max_array: int = 1000) -> Any:
 
 
 def describe_each(configs: Mapping[Any, Mapping[str, Any]]) -> dict[Any, dict[str, Any]]:
-    """:func:`describe` of every value of every configuration, each object shared by several configurations
+    """`describe` of every value of every configuration, each object shared by several configurations
     (a learner run over many seeds) described once."""
     seen: dict[int, Any] = {}  # by id: every object stays alive in ``configs`` meanwhile
 

@@ -1,4 +1,4 @@
-"""Performance metrics: pure functions of a :class:`~ocokit.trajectory.Trajectory` (or of its arrays).
+"""Performance metrics: pure functions of a [`Trajectory`][ocokit.Trajectory] (or of its arrays).
 
 Every per-round metric returns the running value after each round t = 1..T (shape ``(..., T)``, so
 batched trajectories work unchanged); the final value is ``metric[..., -1]``. Definitions follow
@@ -110,7 +110,7 @@ ROUND_METRICS: dict[str, Callable[[Trajectory], np.ndarray]] = {
 
 
 def available_metrics(traj: Trajectory) -> dict[str, np.ndarray]:
-    """Every metric of :data:`ROUND_METRICS` that ``traj`` supports, by name."""
+    """Every metric of `ROUND_METRICS` that ``traj`` supports, by name."""
     out = {}
     for name, fn in ROUND_METRICS.items():
         try:
@@ -149,16 +149,27 @@ def linear_fit(x, y) -> tuple[float, float, float]:
     return slope, se, r2
 
 
+def sample_std(values) -> float:
+    """The sample standard deviation of ``values`` (ddof = 1, as ``stddev_samp`` in SQL and pandas' ``std``);
+    0.0 for a single value (no spread is measured)."""
+    v = _np(values).ravel()
+    return float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
 def mean_std(values) -> dict[str, float]:
-    """``{"mean", "std"}`` of ``values`` (the summary entry of a final metric over seeds)."""
-    return {"mean": float(np.mean(values)), "std": float(np.std(values))}
+    """``{"mean", "std"}`` of ``values``: the summary entry of a final metric over seeds.
+
+    ``std`` is the sample standard deviation (ddof = 1; [`sample_std`][ocokit.metrics.sample_std]), the spread
+    of one seed's value, not the standard error of the mean (divide by ``sqrt(seeds)`` for that).
+    """
+    return {"mean": float(np.mean(values)), "std": sample_std(values)}
 
 
 def quartiles(values) -> dict[str, float]:
-    """Mean, std, median and quartiles of the finite entries (nan if none)."""
+    """Mean, sample std (ddof = 1), median and quartiles of the finite entries (nan if none)."""
     v = _np(values).ravel()
     v = v[np.isfinite(v)]
     if v.size == 0:
         return dict.fromkeys(("mean", "std", "median", "q25", "q75"), float("nan"))
     q25, q50, q75 = np.percentile(v, [25, 50, 75])
-    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(q50), "q25": float(q25), "q75": float(q75)}
+    return {"mean": float(v.mean()), "std": sample_std(v), "median": float(q50), "q25": float(q25), "q75": float(q75)}

@@ -1,5 +1,5 @@
 """Results on disk: a tidy, hive-partitioned Parquet dataset of runs, each keyed by the content of its configuration
-(:mod:`ocokit.fingerprints`).
+(`fingerprints`).
 
 Layout: one file per run, ``OUT/runs/experiment=E/algorithm=A/seed=S/part-KEY.parquet`` (values URI-encoded as
 pyarrow's hive partitioning writes them; ``seed=-1`` for a run that does not belong to one seed). Every file has
@@ -7,23 +7,23 @@ the same long ("tidy") schema, one row per round and quantity::
 
     key: string   T: int64   round: int64 (1-based)   quantity: string   value: float64
 
-so pandas (``read_parquet``), polars (``scan_parquet``), duckdb (``read_parquet``) and :func:`dataset` read a
+so pandas (``read_parquet``), polars (``scan_parquet``), duckdb (``read_parquet``) and `dataset` read a
 whole runs folder at once, with ``experiment``, ``algorithm`` and ``seed`` as columns taken from the folders,
-however many diagnostics each learner records. :func:`load_records` turns a file back into its columns (with
+however many diagnostics each learner records. `load_records` turns a file back into its columns (with
 their dtypes) and its metadata: a JSON description of the configuration and the provenance (library versions,
 platform, device, the key, the creation time and the ocokit git commit when known).
 
 ``KEY`` is ``CONTENT-VERSIONS``: a hash of everything that determines the numbers
-(:func:`~ocokit.fingerprints.fingerprint`: array contents, static fields, the code of user functions, exact
+(`fingerprint`: array contents, static fields, the code of user functions, exact
 numbers) and a hash of the ocokit, jax and equinox versions, so a changed dataset entry, a changed loss function,
 a hyperparameter moved by 1e-9 or an upgrade each computes anew; ``reuse_across_versions=True`` accepts a stored
 run of any version.
 
 Writes are atomic (a temporary file ``.NAME.ocokit-HOST-PID-RANDOM.tmp`` in the same folder, then ``os.replace``)
 and honour the umask. The temporaries a killed writer left in a run folder are removed the next time that folder
-is written or the store is loaded; nothing else is ever removed (:func:`remove_stale_temporaries`). Reads validate:
-a file that is truncated, not Parquet or short of rows raises :class:`CorruptRunError` naming it, and
-the harness has :func:`load_records` check that a run holds what its name promises (:class:`MismatchedRunError`:
+is written or the store is loaded; nothing else is ever removed (`remove_stale_temporaries`). Reads validate:
+a file that is truncated, not Parquet or short of rows raises `CorruptRunError` naming it, and
+the harness has `load_records` check that a run holds what its name promises (`MismatchedRunError`:
 another run's file copied or moved there); either way it counts the run as missing and recomputes it.
 """
 
@@ -58,8 +58,8 @@ STALE_SECONDS = 600
 
 PARTITION_SCHEMA = pa.schema([("experiment", pa.string()), ("algorithm", pa.string()), ("seed", pa.int64())])
 """The columns of the runs folder's hive partitioning, ``experiment=E/algorithm=A/seed=S``: written and read by
-``pyarrow.dataset.partitioning(PARTITION_SCHEMA, flavor="hive")`` (values URI-encoded), as :func:`run_path` and
-:func:`dataset` do."""
+``pyarrow.dataset.partitioning(PARTITION_SCHEMA, flavor="hive")`` (values URI-encoded), as `run_path` and
+`dataset` do."""
 
 _HIVE = pads.partitioning(PARTITION_SCHEMA, flavor="hive")
 
@@ -96,7 +96,7 @@ def run_path(
 
 
 _TMP = re.compile(r"\.(?P<name>.+)\.ocokit-(?P<host>[A-Za-z0-9-]+)-(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp")
-"""The name of every temporary file ocokit writes (:func:`temporary_name`), and of nothing else it removes."""
+"""The name of every temporary file ocokit writes (`temporary_name`), and of nothing else it removes."""
 
 _PARTITIONS = ("experiment=", "algorithm=", "seed=")
 
@@ -114,9 +114,9 @@ def temporary_name(name: str) -> str:
 def remove_stale_temporaries(out: Path) -> list[Path]:
     """Remove the temporary files dead writers left in the store of ``out``; returns the removed paths.
 
-    Only files named as ocokit names its temporaries (:func:`temporary_name`) are removed, only in the run folders
+    Only files named as ocokit names its temporaries (`temporary_name`) are removed, only in the run folders
     ``out/runs/experiment=E/algorithm=A/seed=S`` (none reached through a symbolic link), and only those of a finished
-    process of this host or older than :data:`STALE_SECONDS` (another host's). Nothing else is touched.
+    process of this host or older than `STALE_SECONDS` (another host's). Nothing else is touched.
     """
     folders = (Path(out) / "runs").glob("experiment=*/algorithm=*/seed=*")
     return [tmp for folder in folders if _is_run_folder(folder) for tmp in remove_dead_temporaries(folder)]
@@ -162,7 +162,7 @@ def _alive(pid: int) -> bool:
 
 def atomic_write_bytes(path: Path, payload: bytes) -> None:
     """Write ``payload`` to ``path`` atomically, with the permissions the umask gives a new file (through a temporary
-    :func:`temporary_name` beside it, removed if the write fails)."""
+    `temporary_name` beside it, removed if the write fails)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / temporary_name(path.name)
@@ -205,7 +205,7 @@ def check_writable_folder(folder: Path, what: str = "out") -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON, atomically (live objects as :func:`describe` gives them)."""
+    """Write ``obj`` as indented JSON, atomically (live objects as `describe` gives them)."""
     atomic_write_bytes(Path(path), (json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n").encode())
 
 
@@ -225,13 +225,13 @@ def save_records(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Save per-round columns (1-D, numeric, equal length) and metadata as one tidy Parquet file, atomically.
 
-    The metadata (live objects allowed: see :func:`describe`) is stored as JSON together with
-    :func:`provenance` (its key is the file name's, ``part-KEY.parquet``); ``T`` is ``metadata["T"]`` when it is an
+    The metadata (live objects allowed: see `describe`) is stored as JSON together with
+    `provenance` (its key is the file name's, ``part-KEY.parquet``); ``T`` is ``metadata["T"]`` when it is an
     integer, else the number of rounds. Writing into a run folder of a store first removes the temporaries dead
-    writers left there (:func:`remove_stale_temporaries`).
+    writers left there (`remove_stale_temporaries`).
 
     Returns:
-        What :func:`load_records` reads back from the file: the columns (copies, with their dtypes) and the
+        What `load_records` reads back from the file: the columns (copies, with their dtypes) and the
         stored metadata, as JSON gives it back.
     """
     path = Path(path)
@@ -297,23 +297,23 @@ class MismatchedRunError(CorruptRunError):
 
 
 class MismatchedRunWarning(UserWarning):
-    """A stored run found to be another run's (:class:`MismatchedRunError`) is recomputed and its file replaced."""
+    """A stored run found to be another run's (`MismatchedRunError`) is recomputed and its file replaced."""
 
 
 def load_records(
     path: Path, *, expect: Mapping[str, Any] | None = None, recompute: bool = False
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The columns (with their dtypes) and metadata of a file written by :func:`save_records`.
+    """The columns (with their dtypes) and metadata of a file written by `save_records`.
 
     The file is validated as it is read: a file that is not a readable Parquet file of runs (truncated, random
     bytes, its metadata damaged) or whose columns do not each hold rounds ``1..n``, ``n`` the rows it was written
-    with, raises :class:`CorruptRunError` naming it (a missing file: ``FileNotFoundError``).
+    with, raises `CorruptRunError` naming it (a missing file: ``FileNotFoundError``).
 
     With ``expect`` (the metadata the run is stored with, or its part known beforehand: the experiment, the
     algorithm, the configuration), the run is also checked by content: the key it stores must be its name's
     (``part-KEY.parquet``) and its stored experiment, algorithm, T and seed those of ``expect`` (each compared where
-    both hold it), else :class:`MismatchedRunError` naming the file and what differs; with ``recompute=True`` (the
-    caller recomputes the run and replaces the file) a :class:`MismatchedRunWarning` of one line says so first.
+    both hold it), else `MismatchedRunError` naming the file and what differs; with ``recompute=True`` (the
+    caller recomputes the run and replaces the file) a `MismatchedRunWarning` of one line says so first.
     """
     path = Path(path)
     columns, meta = _read(path)
@@ -374,13 +374,13 @@ def _tidy_columns(path: Path, table: pa.Table, raw: Mapping[bytes, bytes]) -> di
 
 def run_files(out: Path) -> list[Path]:
     """Every run file under ``out/runs`` (sorted by path); removes dead writers' temporaries first
-    (:func:`remove_stale_temporaries`)."""
+    (`remove_stale_temporaries`)."""
     remove_stale_temporaries(out)
     return sorted((Path(out) / "runs").glob("experiment=*/algorithm=*/seed=*/part-*.parquet"))
 
 
 def load_runs(out: Path) -> list[tuple[dict[str, np.ndarray], dict[str, Any]]]:
-    """Every run stored under ``out/runs``, as :func:`load_records` gives it (sorted by path)."""
+    """Every run stored under ``out/runs``, as `load_records` gives it (sorted by path)."""
     return [load_records(p) for p in run_files(out)]
 
 

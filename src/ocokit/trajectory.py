@@ -1,6 +1,8 @@
-"""The record of a run: :class:`Trajectory`, and :class:`NonFiniteError` for a run that stops being finite.
+"""The record of a run: [`Trajectory`][ocokit.Trajectory], and [`NonFiniteError`][ocokit.NonFiniteError] for a run that
+stops being finite.
 
-Kept apart from the engine so that :mod:`ocokit.metrics` (pure functions of a trajectory) imports no engine.
+Kept apart from the engine so that [`ocokit.metrics`][ocokit.metrics] (pure functions of a trajectory) imports no
+engine.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import equinox as eqx
 from jaxtyping import Array, Float, Int
 
 QUANTITIES = ("loss", "constraints", "decision")
-"""What :attr:`Trajectory.bad_quantity` indexes."""
+"""What `bad_quantity` indexes."""
 
 
 class NonFiniteError(FloatingPointError):

@@ -1,12 +1,12 @@
 """The one-point bandit adapter (Flaxman, Kalai and McMahan, SODA 2005), written once.
 
-:class:`OnePointBandit` turns a full-information learner whose update is one step on a gradient
-(:class:`AbstractGradientLearner`) into a bandit learner: it runs the inner learner over the shrunk set
+`OnePointBandit` turns a full-information learner whose update is one step on a gradient
+(`AbstractGradientLearner`) into a bandit learner: it runs the inner learner over the shrunk set
 ``K_delta = c + (1 - delta/r)(K - c)`` (``c = K.center()``, ``r = K.inner_radius``), plays ``y_t + delta u_t``
 with ``y_t`` the inner decision and ``u_t`` uniform on the unit sphere, and feeds the inner step the one-point
 estimate ``(n/delta) f_t(y_t + delta u_t) u_t`` of the gradient of the ball-smoothed loss. A learner that is
-such a wrapping (:class:`~ocokit.algorithms.LOOBBGD`, :class:`~ocokit.algorithms.LBPM`) subclasses
-:class:`AbstractOnePointBanditLearner` and declares its ``bandit``.
+such a wrapping ([`LOOBBGD`][ocokit.algorithms.LOOBBGD], [`LBPM`][ocokit.algorithms.LBPM]) subclasses
+`AbstractOnePointBanditLearner` and declares its ``bandit``.
 """
 
 import abc
@@ -66,7 +66,7 @@ class OnePointBandit(AbstractLearner):
         inner step on g_t; draw u_{t+1}
 
     Args:
-        inner: the full-information learner (an :class:`AbstractGradientLearner`).
+        inner: the full-information learner (an `AbstractGradientLearner`).
         delta: the smoothing radius, ``0 < delta < r`` (``r = K.inner_radius``).
 
     References:
@@ -107,7 +107,7 @@ class OnePointBandit(AbstractLearner):
 
 
 class AbstractOnePointBanditLearner(AbstractLearner):
-    """A bandit learner that is a full-information learner wrapped in :class:`OnePointBandit`.
+    """A bandit learner that is a full-information learner wrapped in `OnePointBandit`.
 
     A final subclass declares the smoothing radius ``delta``, the class ``inner_learner`` it wraps and
     ``inner_arguments()``, that learner's constructor arguments from its own fields; ``bandit`` is built from

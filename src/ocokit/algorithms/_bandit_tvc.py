@@ -3,9 +3,9 @@
 Both play ``x_t = y_t + delta u_t`` around a point ``y_t`` of the shrunk set ``K_delta = (1 - delta/r) K`` that
 is frozen within a block of K rounds, observe only ``f_t(x_t)`` and ``g_t(x_t)``, sum the one-point estimates
 ``(d/delta) tilde f_t(x_t) u_t`` of the surrogate's gradient (eq. 21; the surrogate of
-:mod:`ocokit.algorithms._tvc_common`) over the block and update ``y`` at the block's end: BFW-TVC by a
+`_tvc_common`) over the block and update ``y`` at the block's end: BFW-TVC by a
 gap-terminated FW loop with doubling, SCBFW-TVC by L FW steps on a strongly convex surrogate. The round
-(:class:`AbstractBanditTVC`) is written once; the two differ only in the block update.
+(`AbstractBanditTVC`) is written once; the two differ only in the block update.
 """
 
 import abc
@@ -45,7 +45,8 @@ class _BanditState(eqx.Module):
 
 
 def _direction(key: PRNGKeyArray, t: Any, like: Array) -> Array:
-    """``u_t`` uniform on the unit sphere (eq. 20), as :func:`ocokit.feedback.sample_unit_sphere` but with the
+    """``u_t`` uniform on the unit sphere (eq. 20), as
+    [`ocokit.feedback.sample_unit_sphere`][ocokit.feedback.sample_unit_sphere] but with the
     Gaussian drawn in float32 (half the cost at d = 3e6) and normalised in the working precision."""
     g = jax.random.normal(jax.random.fold_in(key, t), like.shape, jnp.float32).astype(like.dtype)
     return g / jnp.linalg.norm(g.ravel())
@@ -57,13 +58,14 @@ def _smoothing_constant(r: float, c: float | None) -> float:
 
 
 class AbstractBanditTVC(AbstractLyapunovLearner):
-    """The round of Algorithms 3-4 of 000, shared by :class:`BFWTVC` and :class:`SCBFWTVC`.
+    """The round of Algorithms 3-4 of 000, shared by [`BFWTVC`][ocokit.algorithms.BFWTVC] and
+    [`SCBFWTVC`][ocokit.algorithms.SCBFWTVC].
 
     Round t plays ``x_t = y_t + delta u_t`` (eq. 20), updates the queue, adds the one-point estimate
     ``(d/delta) tilde f_t(x_t) u_t`` (eq. 21) to the block's sum and, when ``t mod K = 0``, calls the block
     update of the subclass with ``w_t = Phi'(beta Q_t)``. ``hat y_1 = K_delta.center()``; ``delta < r`` is
     checked by ``init`` (the inner radius of K is known only there). A final subclass declares the surrogate's
-    ``beta``, ``gamma``, ``lam``, ``phi`` (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`), the
+    ``beta``, ``gamma``, ``lam``, ``phi`` (`AbstractLyapunovLearner`), the
     smoothing radius ``delta`` and the block size ``block``, and writes ``_block_update``.
     """
 
@@ -273,7 +275,8 @@ class BFWTVC(AbstractBanditTVC):
 class SCBFWTVC(AbstractBanditTVC):
     """SCBFW-TVC: strongly convex Bandit Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 4).
 
-    Plays and estimates as :class:`BFWTVC` (eqs. 20-21). At the end of block m (round ``t = mK``), with
+    Plays and estimates as [`BFWTVC`][ocokit.algorithms.BFWTVC] (eqs. 20-21). At the end of block m (round ``t = mK``),
+    with
     ``C_3 = gamma beta alpha_f t / 2``:
 
         F_m^sc(y) = sum_{tau=1}^{m} [<hat nabla_tau, y> + (gamma beta alpha_f K / 2) ||y - hat y_tau||^2]

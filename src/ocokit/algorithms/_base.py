@@ -20,16 +20,18 @@ from ocokit.sets import AbstractSet
 
 CONSTANT_NAMES = ("diameter", "inner_radius", *ProblemConstants.__dataclass_fields__)
 """The constants a ``from_theory`` may read: the domain's ``diameter`` and ``inner_radius`` and the fields of
-:class:`~ocokit.problems.ProblemConstants`."""
+[`ProblemConstants`][ocokit.problems.ProblemConstants]."""
 
 
 class ProblemInfo(eqx.Module):
     """What a learner may know before round 1: the set, N, the horizon, the memory, the constants and the
     declared structure of the constraints.
 
-    Theory constructors read constants through :meth:`require`, the one place that says which constant is
+    Theory constructors read constants through [`require`][ocokit.algorithms.ProblemInfo.require], the one place that
+    says which constant is
     missing and how to supply it; the values a caller gives ``from_theory`` by name are held in ``given``
-    (:meth:`giving`) and win over the problem's (:meth:`AbstractLearner.build`).
+    ([`giving`][ocokit.algorithms.ProblemInfo.giving]) and win over the problem's
+    ([`AbstractLearner.build`][ocokit.algorithms.AbstractLearner.build]).
     """
 
     domain: AbstractSet
@@ -64,7 +66,7 @@ class ProblemInfo(eqx.Module):
     ) -> Any:
         """The constant ``name``: ``override`` when given, else the problem's; ``ValueError`` if unknown.
 
-        ``name`` is a field of :class:`~ocokit.problems.ProblemConstants` (``grad_bound``, ``loss_bound``,
+        ``name`` is a field of [`ProblemConstants`][ocokit.problems.ProblemConstants] (``grad_bound``, ``loss_bound``,
         ...) or ``"diameter"`` / ``"inner_radius"`` of the domain. ``who`` names the caller in the error
         (``"OFWTVC.from_theory"``). The value must be finite and ``> 0`` (``>= 0`` with ``allow_zero``).
         ``argument`` is the caller's keyword that overrides it, when not named ``name`` (the error's hint).
@@ -94,8 +96,9 @@ class ProblemInfo(eqx.Module):
     def giving(self, overrides: Mapping[str, Any]) -> ProblemInfo:
         """This information with the caller's values of the constants named in ``overrides``.
 
-        The names of :data:`CONSTANT_NAMES` among ``overrides`` (the keywords of a ``from_theory``) are held, and
-        :meth:`require` then returns them (``None`` keeps the problem's); the other names are ignored.
+        The names of `CONSTANT_NAMES` among ``overrides`` (the keywords of a ``from_theory``) are held, and
+        [`require`][ocokit.algorithms.ProblemInfo.require] then returns them (``None`` keeps the problem's); the other
+        names are ignored.
         """
         given = tuple(
             (name, float(value)) for name, value in overrides.items() if name in CONSTANT_NAMES and value is not None
@@ -107,7 +110,7 @@ def hyperparameter(check: _checks.Check | None = None, **kwargs: Any) -> Any:
     """A numeric hyperparameter field: stored as an array leaf, so grids of it vmap and never recompile.
 
     ``check`` (``_checks.positive``, say) validates it when the learner or part is built
-    (:class:`~ocokit._checks.Checked`).
+    (`Checked`).
     """
     return _checks.checked_field(check, converter=jnp.asarray, **kwargs)
 
@@ -119,32 +122,35 @@ class AbstractLearner(_checks.Checked):
     * ``decide(state) -> x``: the point played this round; must lie in ``info.domain``. It never sees the
       current round's loss: the engine calls it before generating the round.
     * ``update(state, x, feedback) -> state``: absorb round t's feedback (of the declared kind
-      ``feedback``, see :mod:`ocokit.feedback`) after playing ``x``.
+      ``feedback``, see [`ocokit.feedback`][ocokit.feedback]) after playing ``x``.
     * ``diagnostics(state) -> dict``: scalars or small arrays the engine records every round (queue
       lengths, oracle calls). By convention ``"oracle_calls"`` counts LMO / projection / inner-solver
       iterations of the last update.
 
-    Numeric hyperparameters are array leaves (:func:`hyperparameter`), structural choices are static
+    Numeric hyperparameters are array leaves ([`hyperparameter`][ocokit.algorithms.hyperparameter]), structural choices
+    are static
     fields; a field declares its own check (``hyperparameter(_checks.positive)``,
     ``_checks.checked_field(check, static=True)``), run when the learner is built. ``from_theory(info,
     **overrides)`` builds the learner with a paper's theory-driven parameters: it reads every constant through
-    :meth:`ProblemInfo.require`, and any constant (by name) or constructor argument may be overridden
-    (:meth:`build`).
+    [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require], and any constant (by name) or constructor argument
+    may be overridden
+    ([`build`][ocokit.algorithms.AbstractLearner.build]).
     """
 
     feedback: ClassVar[FeedbackKind]
     theory_reads: ClassVar[tuple[str, ...]] = ()
-    """The constants (of :data:`CONSTANT_NAMES`) its ``from_theory`` reads; each may be given there by name."""
+    """The constants (of `CONSTANT_NAMES`) its ``from_theory`` reads; each may be given there by name."""
 
     @classmethod
     def build(cls, arguments: Mapping[str, Any], overrides: Mapping[str, Any]) -> Self:
         """``cls(**arguments)`` with the caller's ``overrides`` winning: how every ``from_theory`` ends.
 
         The one theory convention: ``from_theory(info, **overrides)`` gives ``info`` the overrides named after
-        constants (``info = info.giving(overrides)``, so :meth:`ProblemInfo.require` returns them), computes
+        constants (``info = info.giving(overrides)``, so [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require]
+        returns them), computes
         the theorem's constructor ``arguments`` and returns ``cls.build(arguments, overrides)``; every other
         override replaces a constructor argument. A constant the class's ``from_theory`` does not read
-        (:attr:`theory_reads`) or an unknown argument raises ``ValueError``.
+        (`theory_reads`) or an unknown argument raises ``ValueError``.
         """
         constants = {name for name in overrides if name in CONSTANT_NAMES}
         unread = sorted(constants - set(cls.theory_reads))
@@ -174,7 +180,8 @@ class AbstractLearner(_checks.Checked):
     def prepare(self, state: Any, feedback: Any) -> Any:
         """Absorb feedback available before round 1; the identity by default.
 
-        The engine calls it once, after ``init``, with :func:`ocokit.feedback.before_round_one`: ``None``, or for a
+        The engine calls it once, after ``init``, with
+        [`ocokit.feedback.before_round_one`][ocokit.feedback.before_round_one]: ``None``, or for a
         feedback kind that looks ahead, the feedback known before playing (``PREDICTIONS``: the prediction oracle of
         the first window).
         """

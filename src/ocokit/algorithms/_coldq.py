@@ -1,7 +1,7 @@
 """COLDQ and COLDQ-Expert: constrained online learning with a doubly-bounded virtual queue (paper 003).
 
-COLDQ holds a :class:`~ocokit.algorithms._queue_common.HingeProx` part (the exact per-round solver) and uses
-the queue update :func:`~ocokit.algorithms._queues.doubly_bounded` (paper 003, eq. (8)); COLDQ-Expert holds the
+COLDQ holds a `HingeProx` part (the exact per-round solver) and uses
+the queue update `doubly_bounded` (paper 003, eq. (8)); COLDQ-Expert holds the
 COLDQ that each of its experts runs (its part ``expert``: the parameters, the queue update, the solver).
 """
 
@@ -43,21 +43,26 @@ def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple
 
 
 class COLDQ(AbstractQueueLearner):
-    """COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
+    r"""COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
 
     Update, for ``t >= 2``, from round ``t-1``'s gradient ``grad f_{t-1}(x_{t-1})`` and its *whole*
-    constraint function ``g_{t-1}`` (full-information feedback)::
+    constraint function ``g_{t-1}`` (full-information feedback):
 
-        x_t   = argmin_{x in X} <grad f_{t-1}(x_{t-1}), x - x_{t-1}> + alpha_{t-1} ||x - x_{t-1}||^2
-                                + sum_n Q_{t-1}^n [g_{t-1}^n(x)]_+                              (P_t)
-        Q_t^n = max{ (1 - eta) Q_{t-1}^n + [g_t^n(x_t)]_+ , gamma }                             (8)
+    \[
+    \begin{aligned}
+    x_t &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \big\langle \nabla f_{t-1}(x_{t-1}), x - x_{t-1} \big\rangle
+        + \alpha_{t-1} \|x - x_{t-1}\|^2 + \sum_{n} Q_{t-1}^n \big[g_{t-1}^n(x)\big]_+
+        && (P_t) \\
+    Q_t^n &= \max\big\{ (1 - \eta)\, Q_{t-1}^n + [g_t^n(x_t)]_+,\ \gamma \big\} && (8)
+    \end{aligned}
+    \]
 
     with ``Q_1^n = gamma`` (not updated with ``g_1(x_1)``) and ``alpha_t = alpha0 t^alpha_power``. The loss
     is linearised, the constraint is not (its hinge enters exactly), the proximal term has no 1/2. ``P_t``
     is solved exactly in the compiled run by the part ``prox``
-    (:class:`~ocokit.algorithms._queue_common.HingeProx`: dual projected Newton; fast path when the
+    (`HingeProx`: dual projected Newton; fast path when the
     projected gradient step satisfies ``g_{t-1} <= 0``). The queue is
-    :func:`~ocokit.algorithms._queues.doubly_bounded`.
+    `doubly_bounded`.
     The solve happens in ``update`` at the end of round ``t-1``, which has exactly the information above.
 
     Source: Wang, Yan and Liu, Algorithm 1, problem ``P_t`` (Section 4.3) and queue (8) (Section 4.1).
@@ -75,14 +80,14 @@ class COLDQ(AbstractQueueLearner):
             convex, 1/2 in all the paper's experiments.
         tol: relative tolerance of the ``P_t`` solver (dual KKT residual in units of ``g``), > 0.
         max_iter: cap on dual Newton steps per round (static).
-        solver: how ``P_t`` is solved (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`): ``"auto"``
+        solver: how ``P_t`` is solved (static; `SOLVERS`): ``"auto"``
             uses the problem's declared structure (``affine_constraints`` / ``log_capacity_constraint``)
             and the generic smooth solver otherwise; ``"affine"`` asserts ``g`` is affine.
         start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of the paper's setups, as
             in the authors' code); ``"center"`` plays ``X.center()`` (static).
 
     ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
-    (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
+    (`HingeProx`), which validates them.
 
     Readings: the queue (8) uses the new ``g_t`` at the new ``x_t``, not ``g_{t-1}(x_t)``; ``Q_1 = gamma`` and
     the loop starts at t = 2; ``P_t`` has the hinge of the exact previous constraint, not a linearisation;
@@ -201,16 +206,22 @@ class _COLDQExpertState(eqx.Module):
 
 
 class COLDQExpert(AbstractQueueLearner):
-    """COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
+    r"""COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
 
     Update (Algorithm 2): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
-    ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point::
+    ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point:
 
-        x_t[m]     = argmin_X <grad f_{t-1}(x_{t-1}[m]), x - x_{t-1}[m]> + alpha_{t-1}[m] ||x - x_{t-1}[m]||^2
-                                + sum_n Q_{t-1}^n[m] [g_{t-1}^n(x)]_+
-        x_t        = sum_m w_t[m] x_t[m]                                    (played)
-        Q_t^n[m]   = max{ (1 - eta) Q_{t-1}^n[m] + [g_t^n(x_t[m])]_+ , gamma }   (t >= 2; Q_1 = gamma)
-        w_{t+1}[m] ∝ w_t[m] exp(-kappa l_t(x_t[m])),   l_t(x) = <grad f_t(x_t), x - x_t>
+    \[
+    \begin{aligned}
+    x_t[m] &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \big\langle \nabla f_{t-1}(x_{t-1}[m]), x - x_{t-1}[m]
+        \big\rangle + \alpha_{t-1}[m]\, \|x - x_{t-1}[m]\|^2 + \sum_n Q_{t-1}^n[m] \big[g_{t-1}^n(x)\big]_+ \\
+    x_t &= \textstyle\sum_m w_t[m]\, x_t[m] && \text{(played)} \\
+    Q_t^n[m] &= \max\big\{ (1 - \eta)\, Q_{t-1}^n[m] + [g_t^n(x_t[m])]_+,\ \gamma \big\}
+        && (t \ge 2;\ Q_1 = \gamma) \\
+    w_{t+1}[m] &\propto w_t[m] \exp\big(-\kappa\, \ell_t(x_t[m])\big),
+        \quad \ell_t(x) = \langle \nabla f_t(x_t), x - x_t \rangle
+    \end{aligned}
+    \]
 
     with the prior ``w_1[m] = (M + 1) / (m (m + 1) M)``. The experts are vmapped (one compiled solve).
 
@@ -223,13 +234,15 @@ class COLDQExpert(AbstractQueueLearner):
     Args:
         num_experts: M >= 1 (static).
         kappa: Hedge rate > 0.
-        eta, gamma, alpha0, alpha_power: as in :class:`COLDQ`, shared by all experts.
+        eta, gamma, alpha0, alpha_power: as in [`COLDQ`][ocokit.algorithms.COLDQ], shared by all experts.
         ratio: ``alpha_t[m]`` shrinks by this factor per expert, > 0 (paper: 2).
-        tol, max_iter, solver, start: the part ``prox`` as in :class:`COLDQ`, shared by all experts (every
+        tol, max_iter, solver, start: the part ``prox`` as in [`COLDQ`][ocokit.algorithms.COLDQ], shared by all experts
+            (every
             expert starts at the same ``x_1``).
 
     ``eta``, ``gamma``, ``alpha0``, ``alpha_power`` and the solver options build the part ``expert``, the
-    :class:`COLDQ` (Algorithm 1) that every expert runs, which validates them (``learner.expert.eta``).
+    [`COLDQ`][ocokit.algorithms.COLDQ] (Algorithm 1) that every expert runs, which validates them
+    (``learner.expert.eta``).
 
     Readings: the paper never defines ``w_2`` (its loop first produces ``w_3``); ocokit sets, as Lemma 6's
     recursion implies, ``w_2 ∝ w_1 exp(-kappa l_1(x_1[m]))`` at the end of round 1 (``= w_1`` since all
@@ -290,7 +303,7 @@ class COLDQExpert(AbstractQueueLearner):
     def from_theory(cls, info: ProblemInfo, *, eps: float | None = None, **overrides: Any) -> COLDQExpert:
         """Corollary 3: ``M = floor(log2(1 + T)/2) + 1``, ``kappa = T^{-1/2}``,
         ``alpha_t[m] = t^{1/2}/2^{m-1}``, ``eta = T^{-3/2}``, ``gamma = eps T^{3/2}`` (``eps`` as in
-        :meth:`COLDQ.from_theory`)."""
+        [`COLDQ.from_theory`][ocokit.algorithms.COLDQ.from_theory])."""
         T, eps = _theory_horizon_eps(info.giving(overrides), eps, "COLDQExpert.from_theory")
         theory = {"num_experts": cls.theory_num_experts(T), "kappa": T**-0.5, "eta": T**-1.5, "gamma": eps * T**1.5}
         return cls.build({**theory, "alpha0": 1.0, "alpha_power": 0.5, "ratio": 2.0}, overrides)

@@ -1,7 +1,7 @@
 """Drift-plus-penalty with virtual queues: the algorithm of Yu, Neely and Wei (NeurIPS 2017).
 
-The queue update is :func:`~ocokit.algorithms._queues.drift_plus_penalty` and ``x(1)`` is
-:func:`~ocokit.algorithms._queue_common.start_point`, both shared with the other queue learners.
+The queue update is `drift_plus_penalty` and ``x(1)`` is
+`start_point`, both shared with the other queue learners.
 """
 
 from __future__ import annotations
@@ -28,17 +28,21 @@ class _YuNeelyWeiState(eqx.Module):
 
 
 class YuNeelyWei(AbstractLearner):
-    """Yu-Neely-Wei drift-plus-penalty (DPP): projected primal step plus linearised virtual queues.
+    r"""Yu-Neely-Wei drift-plus-penalty (DPP): projected primal step plus linearised virtual queues.
 
-    Update (after playing ``x(t)`` and seeing ``f^t`` and ``g^t = (g_1^t, ..., g_N^t)``)::
+    Update (after playing ``x(t)`` and seeing ``f^t`` and ``g^t = (g_1^t, ..., g_N^t)``):
 
-        d(t)       = V grad f^t(x(t)) + sum_k Q_k(t) grad g_k^t(x(t))
-        x(t+1)     = Pi_{X_0}( x(t) - d(t) / (2 alpha) )
-                   = argmin_{x in X_0} <d(t), x - x(t)> + alpha ||x - x(t)||^2
-        Q_k(t+1)   = max{ Q_k(t) + g_k^t(x(t)) + <grad g_k^t(x(t)), x(t+1) - x(t)>, 0 }
+    \[
+    \begin{aligned}
+    d(t) &= V \nabla f^t(x(t)) + \sum_k Q_k(t)\, \nabla g_k^t(x(t)) \\
+    x(t+1) &= \Pi_{\mathcal{X}_0}\big( x(t) - d(t) / (2\alpha) \big)
+        = \operatorname*{arg\,min}_{x \in \mathcal{X}_0} \langle d(t), x - x(t) \rangle + \alpha \|x - x(t)\|^2 \\
+    Q_k(t+1) &= \max\big\{ Q_k(t) + g_k^t(x(t)) + \langle \nabla g_k^t(x(t)), x(t+1) - x(t) \rangle,\ 0 \big\}
+    \end{aligned}
+    \]
 
     with ``Q_k(1) = 0``. The queue is updated with the old constraint linearised at the new point
-    (:func:`~ocokit.algorithms._queues.drift_plus_penalty`). One projection
+    (`drift_plus_penalty`). One projection
     onto ``X_0 = K`` per round.
 
     Source: Yu, Neely and Wei's Algorithm 1, reconstructed (the paper's text was not readable) from two

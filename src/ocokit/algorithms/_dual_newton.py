@@ -1,14 +1,14 @@
 """Projected Newton on the bounded dual of a hinge-penalised proximal step (written once, for every structure).
 
 For the step ``min_{x in X} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+`` of
-:mod:`ocokit.algorithms._hinge_prox`, each hinge is a maximum over a bounded multiplier,
+`_hinge_prox`, each hinge is a maximum over a bounded multiplier,
 ``w [g]_+ = max_{lam in [0, w]} lam g``, so the step equals the concave dual ``max_{lam in [0, w]} phi(lam)``,
 ``phi(lam) = min_{x in X} L(x, lam)`` with the Lagrangian ``L = <c, x - z> + alpha ||x - z||^2 + <lam, g(x)>``.
 ``L`` is ``2 alpha``-strongly convex in ``x``, so ``x(lam) = argmin_X L`` is unique, ``phi`` is differentiable
 with ``grad phi(lam) = g(x(lam))`` (Danskin) and the primal solution is ``x(lam*)``. The dual has only N
-variables (2 or 3 in paper 003): :func:`maximise_dual` maximises it by projected Newton over the box ``[0, w]``
+variables (2 or 3 in paper 003): `maximise_dual` maximises it by projected Newton over the box ``[0, w]``
 (Bertsekas 1982), using the generalised Hessian ``-J_F (grad^2_xx L)_FF^{-1} J_F^T`` on the free coordinates F of
-``x(lam)``, given by the structure's oracle (a :class:`DualPoint`). Multipliers at a bound whose gradient points
+``x(lam)``, given by the structure's oracle (a `DualPoint`). Multipliers at a bound whose gradient points
 outwards are held there; the first trial is the Newton point or, if nearer, the first bound on the way to it (a
 locally linear piece gives a huge Newton step); an Armijo search backtracks by safeguarded quadratic
 interpolation. On a piecewise-quadratic dual (affine ``g``) Newton is exact once it has found the right piece, so
@@ -49,7 +49,7 @@ from jaxtyping import Array, Bool, Float, Int
 ARMIJO = 1e-4  # Armijo constant
 MAX_BACKTRACKS = 60
 UNROLL = 8
-"""Sums over at most this many constraints are written out term by term (:func:`combine`): XLA fuses the terms
+"""Sums over at most this many constraints are written out term by term (`combine`): XLA fuses the terms
 with the arithmetic around them, where a ``dot`` or a reduction is a kernel of its own. A round's solve is a
 few dozen tiny kernels (paper 003 has N = 2 or 3), so their number, not the arithmetic, sets its time."""
 
@@ -94,7 +94,7 @@ def _regularisation(scale, dtype):
 
 def combine(weights: Array, rows: Array) -> Array:
     """``sum_n weights[n] rows[n]`` (``rows^T weights`` for a matrix, ``<weights, rows>`` for a vector),
-    written out term by term for at most :data:`UNROLL` terms."""
+    written out term by term for at most `UNROLL` terms."""
     n = weights.shape[0]
     if n == 0 or n > UNROLL:
         return jnp.tensordot(weights, rows, axes=1)
@@ -102,7 +102,7 @@ def combine(weights: Array, rows: Array) -> Array:
 
 
 def _smallest(values: Array) -> Array:
-    """``min(values)``, written out for at most :data:`UNROLL` values."""
+    """``min(values)``, written out for at most `UNROLL` values."""
     n = values.shape[0]
     if n == 0 or n > UNROLL:
         return jnp.min(values, initial=jnp.inf)
@@ -180,7 +180,7 @@ def _newton(
     init: tuple[DualPoint, Int[Array, ""]],
     exact_step: Callable[[Array, Array, Array], Array] | None,
 ) -> tuple[DualPoint, Int[Array, ""]]:
-    """The projected Newton loop of :func:`maximise_dual` from ``init = (point, 0)`` while ``cond`` holds:
+    """The projected Newton loop of `maximise_dual` from ``init = (point, 0)`` while ``cond`` holds:
     the last point and the number of steps taken (arguments as there; ``scale`` evaluated)."""
     reg = _regularisation(scale, w.dtype)
     eps = machine_eps(w.dtype)

@@ -1,10 +1,10 @@
 """Frank-Wolfe steps shared by every projection-free learner (written once, here).
 
-* :func:`line_search_step`: the exact minimiser over ``sigma in [0, 1]`` of a beta-smooth quadratic along
+* `line_search_step`: the exact minimiser over ``sigma in [0, 1]`` of a beta-smooth quadratic along
   the segment ``[x, v]`` (Wan and Zhang, AAAI 2021, Lemma 4's x_in -> x_out; exact for quadratic surrogates).
-* :func:`fw_step`: one FW step on a surrogate with gradient ``c`` at ``x``, with line search or a given
+* `fw_step`: one FW step on a surrogate with gradient ``c`` at ``x``, with line search or a given
   step size.
-* :func:`inner_frank_wolfe`: FW iterations on a smooth function, stopped when the FW gap falls below a
+* `inner_frank_wolfe`: FW iterations on a smooth function, stopped when the FW gap falls below a
   tolerance or after a safety cap, counting LMO calls (BFW-TVC's inner loop, LOO-BOGD's SH-FW).
 
 All take the set's warm-start LMO state and return the new one, so nuclear-norm balls stay fast.
@@ -49,7 +49,7 @@ def fw_step(
     """One Frank-Wolfe step from ``x`` for a surrogate whose gradient at ``x`` is ``c``.
 
     ``v = lmo(c)``, ``d = v - x``; with ``beta`` the step is the exact line search of a beta-smooth
-    quadratic (:func:`line_search_step`); with ``sigma`` it is that fixed step (Hazan and Kale's OFW).
+    quadratic (`line_search_step`); with ``sigma`` it is that fixed step (Hazan and Kale's OFW).
 
     Returns:
         ``(x_new, lmo_state, gap, sigma)`` with the FW gap ``<c, x - v> >= 0``.

@@ -7,22 +7,22 @@ weight ``alpha > 0`` and hinge weights ``w_n >= 0`` (COLDQ: the queues ``Q_{t-1}
 
 Method (ocokit's; paper 003 only says ``P_t`` is a convex program "solved in polynomial time" and uses CVXPY,
 Section 4.4 and Appendix L): projected Newton on the dual over the multipliers ``lam in [0, w]``
-(:func:`ocokit.algorithms._dual_newton.maximise_dual`, which documents the method, the fast path and the
+(`maximise_dual`, which documents the method, the fast path and the
 tolerance), with the minimiser ``x(lam)`` of the Lagrangian given by the structure of ``g``:
 
-* ``affine`` (``g(x) = A x - b``; :func:`solve_affine`): ``x(lam) = Pi_X(z - (c + A^T lam) / (2 alpha))``
+* ``affine`` (``g(x) = A x - b``; `solve_affine`): ``x(lam) = Pi_X(z - (c + A^T lam) / (2 alpha))``
   in closed form, for any X with an exact projection (Hessian through the projection's Jacobian).
-* ``log_capacity`` (``g(x) = d - sum_i s_i ln(1 + r_i x_i)``, N = 1, X a box; :func:`solve_log_capacity`;
+* ``log_capacity`` (``g(x) = d - sum_i s_i ln(1 + r_i x_i)``, N = 1, X a box; `solve_log_capacity`;
   the job-scheduling constraint of paper 003, Section 6.3): the stationarity equation of each coordinate is a
   quadratic, solved in closed form (stable root) and clipped.
-* ``smooth`` (any smooth convex ``g``, X a box; :func:`solve_smooth`): ``x(lam)`` by projected Newton on
+* ``smooth`` (any smooth convex ``g``, X a box; `solve_smooth`): ``x(lam)`` by projected Newton on
   the box with the exact Hessian of ``<lam, g>`` (``jax.hessian``), warm-started.
 
-:func:`hinge_prox_step` solves with a solver of one of these kinds, each a type (:class:`AffineSolver`,
-:class:`LogCapacitySolver`, :class:`SmoothSolver`, or :class:`DeclaredSolver`, which picks one by the problem's
+`hinge_prox_step` solves with a solver of one of these kinds, each a type (`AffineSolver`,
+`LogCapacitySolver`, `SmoothSolver`, or `DeclaredSolver`, which picks one by the problem's
 declared structure). COLDQ, COLDQ-Expert, RECOO and Yi et al. 2021 hold it through their part
-:class:`~ocokit.algorithms._queue_common.HingeProx`, which carries the options once (and maps the constructors'
-``solver="auto"`` and the like to these types, :data:`SOLVERS`).
+`HingeProx`, which carries the options once (and maps the constructors'
+``solver="auto"`` and the like to these types, `SOLVERS`).
 
 References:
     J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
@@ -91,7 +91,7 @@ def solve_affine(
 
     ``x(lam) = Pi_X(z - (c + A^T lam) / (2 alpha))`` for any X with an exact projection. The dual Hessian
     is ``A J A^T / (2 alpha)`` with ``J`` the Jacobian of ``Pi_X`` at the unprojected point (N forward-mode
-    products ``J a_n``): on a box (a set declaring ``box_bounds()``, :class:`~ocokit.sets.Box`) ``J`` is the
+    products ``J a_n``): on a box (a set declaring ``box_bounds()``, [`Box`][ocokit.sets.Box]) ``J`` is the
     0/1 mask of unclipped coordinates and the Hessian is exact on each piece of the piecewise-quadratic dual,
     so projected Newton terminates, with an exact line search; on curved sets (balls) it is a semismooth
     Newton step.
@@ -193,7 +193,7 @@ def solve_log_capacity(
 
     Args:
         demand, scale, rate: ``d``, ``s > 0`` and ``r > 0`` (scalars or per coordinate); paper 003,
-            Section 6.3, uses ``d = lambda_t``, ``s = r = 4``. Others as in :func:`solve_affine`.
+            Section 6.3, uses ``d = lambda_t``, ``s = r = 4``. Others as in `solve_affine`.
     """
     lower, upper = _box_bounds(domain, "log_capacity")
     dtype = jnp.result_type(c, z)
@@ -281,7 +281,7 @@ def solve_smooth(
     exact Hessian ``2 alpha I + grad^2 <lam, g>`` (``jax.hessian``; O(p^3) per inner step), warm-started
     at the previous ``x``, until the projected step ``||x - clip(x - grad L)||_inf`` is below
     ``0.01 tol (1 + ||z||_inf + ||c||_inf / (2 alpha))`` (100 times tighter than the dual tolerance).
-    The dual step is as in :func:`solve_affine`.
+    The dual step is as in `solve_affine`.
     ``iterations`` counts dual Newton steps; inner steps are not included.
     """
     bounds = _box_bounds(domain, "smooth")
@@ -314,11 +314,11 @@ def solve_smooth(
 
 
 class AbstractHingeSolver(eqx.Module):
-    """How :func:`hinge_prox_step` solves the step: the structure of ``g`` it exploits (one type per kind).
+    """How `hinge_prox_step` solves the step: the structure of ``g`` it exploits (one type per kind).
 
     ``resolve(structure, domain)`` is the solver used on a problem of the declared ``constraint_structure``
     over ``domain`` (``ValueError`` if unusable there); ``solve(round_, domain, c, alpha, z, weights, tol,
-    max_iter)`` solves the step for the round's ``g`` (the arguments of :func:`hinge_prox_step`).
+    max_iter)`` solves the step for the round's ``g`` (the arguments of `hinge_prox_step`).
     """
 
     name: eqx.AbstractClassVar[str]
@@ -333,7 +333,7 @@ class AbstractHingeSolver(eqx.Module):
 
 
 class AffineSolver(AbstractHingeSolver):
-    """Affine ``g = A x - b`` (:func:`solve_affine`), over any set with an exact projection.
+    """Affine ``g = A x - b`` (`solve_affine`), over any set with an exact projection.
 
     ``A, b`` come from ``affine_constraints`` when the problem declares the ``"affine"`` structure, else from the
     Jacobian of ``g`` at the centre (exact only when ``g`` is affine in ``x``: choosing this solver asserts it).
@@ -355,7 +355,7 @@ class AffineSolver(AbstractHingeSolver):
 
 
 class LogCapacitySolver(AbstractHingeSolver):
-    """``g = d - sum_i s_i ln(1 + r_i x_i)`` over a box (:func:`solve_log_capacity`): needs the declared
+    """``g = d - sum_i s_i ln(1 + r_i x_i)`` over a box (`solve_log_capacity`): needs the declared
     ``"log_capacity"`` structure (``log_capacity_constraint(data) -> (d, s, r)``)."""
 
     name: ClassVar[str] = "log_capacity"
@@ -376,7 +376,7 @@ class LogCapacitySolver(AbstractHingeSolver):
 
 
 class SmoothSolver(AbstractHingeSolver):
-    """Any smooth convex ``g`` over a box (:func:`solve_smooth`, the generic fallback)."""
+    """Any smooth convex ``g`` over a box (`solve_smooth`, the generic fallback)."""
 
     name: ClassVar[str] = "smooth"
 
@@ -390,9 +390,9 @@ class SmoothSolver(AbstractHingeSolver):
 
 
 class DeclaredSolver(AbstractHingeSolver):
-    """The solver of the problem's declared ``constraint_structure``: :class:`AffineSolver` for ``"affine"``
-    (``affine_constraints(data) -> (A, b)``), :class:`LogCapacitySolver` for ``"log_capacity"``,
-    :class:`SmoothSolver` otherwise (``solver="auto"`` of the learners)."""
+    """The solver of the problem's declared ``constraint_structure``: `AffineSolver` for ``"affine"``
+    (``affine_constraints(data) -> (A, b)``), `LogCapacitySolver` for ``"log_capacity"``,
+    `SmoothSolver` otherwise (``solver="auto"`` of the learners)."""
 
     name: ClassVar[str] = "auto"
 
@@ -408,11 +408,11 @@ class DeclaredSolver(AbstractHingeSolver):
 SOLVERS: dict[str, AbstractHingeSolver] = {
     solver.name: solver for solver in (DeclaredSolver(), AffineSolver(), LogCapacitySolver(), SmoothSolver())
 }
-"""The solver of each name a learner's constructor accepts (``solver="auto"`` is :class:`DeclaredSolver`)."""
+"""The solver of each name a learner's constructor accepts (``solver="auto"`` is `DeclaredSolver`)."""
 
 
 def as_solver(solver: str | AbstractHingeSolver) -> AbstractHingeSolver:
-    """``solver`` itself, or the solver of that name in :data:`SOLVERS` (``ValueError`` for another name)."""
+    """``solver`` itself, or the solver of that name in `SOLVERS` (``ValueError`` for another name)."""
     if isinstance(solver, AbstractHingeSolver):
         return solver
     _checks.one_of("solver", solver, tuple(SOLVERS))
@@ -433,10 +433,10 @@ def hinge_prox_step(
 ) -> HingeProxSolution:
     """``argmin_{x in K} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+`` for ``g = g_t`` of ``round_``.
 
-    ``round_`` is the round's feedback (:class:`~ocokit.feedback.FullInformation`: ``constraints(x)``,
+    ``round_`` is the round's feedback ([`FullInformation`][ocokit.feedback.FullInformation]: ``constraints(x)``,
     ``num_constraints``, ``constraint_structure`` and the declared ``affine_constraints()`` /
     ``log_capacity_constraint()``). The structure of ``g`` is exploited by ``solver`` (an
-    :class:`AbstractHingeSolver`; by default :class:`DeclaredSolver`), resolved for the problem first
+    `AbstractHingeSolver`; by default `DeclaredSolver`), resolved for the problem first
     (``ValueError`` if unusable). Pure and jit/vmap-safe.
     """
     solver = solver.resolve(round_.constraint_structure, domain)

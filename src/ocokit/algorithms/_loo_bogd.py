@@ -1,11 +1,12 @@
 """Blocked projection-free OGD with a linear optimisation oracle (LOO): Garber and Kretzu 2022.
 
-:class:`LOOBOGD` (Algorithm 4, full information) runs the blocked chain
-:class:`~ocokit.algorithms._loo_chain.LOOChain` (SH-FW and the close infeasible projection, Algorithms 2-3, are
-there too) on the loss gradients; :class:`LOOBBGD` (Algorithm 9, bandit) is :class:`LOOBOGD` wrapped in the
-one-point bandit adapter :class:`~ocokit.algorithms._bandit.OnePointBandit`. The *reconstructed* constrained
-versions :class:`~ocokit.algorithms.LPM` and :class:`~ocokit.algorithms.LBPM` (G&K 2024, Algs. 4 and 5) run the
-same chain and are in :mod:`ocokit.algorithms._lpm`.
+[`LOOBOGD`][ocokit.algorithms.LOOBOGD] (Algorithm 4, full information) runs the blocked chain
+`LOOChain` (SH-FW and the close infeasible projection, Algorithms 2-3, are
+there too) on the loss gradients; [`LOOBBGD`][ocokit.algorithms.LOOBBGD] (Algorithm 9, bandit) is
+[`LOOBOGD`][ocokit.algorithms.LOOBOGD] wrapped in the
+one-point bandit adapter `OnePointBandit`. The *reconstructed* constrained
+versions [`LPM`][ocokit.algorithms.LPM] and [`LBPM`][ocokit.algorithms.LBPM] (G&K 2024, Algs. 4 and 5) run the
+same chain and are in `_lpm`.
 """
 
 from typing import Any, ClassVar
@@ -43,8 +44,8 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
         (x_{m+1}, y~_{m+1}) = Alg3(K, x_{m-1}, y_{mK_b+1}, eps);  y_{mK_b+1} <- y~_m  (end of block m)
 
     so block m + 1 plays ``x_m`` and ``x_{m+1}`` waits a block (the paper's pipelining: the projection
-    "runs in parallel" with the next block). The chain is the part :class:`~ocokit.algorithms._loo_chain.LOOChain`;
-    Algorithm 3 (:func:`~ocokit.algorithms._loo_chain.close_infeasible_projection`) calls SH-FW, one LOO call per
+    "runs in parallel" with the next block). The chain is the part `LOOChain`;
+    Algorithm 3 (`close_infeasible_projection`) calls SH-FW, one LOO call per
     FW iteration. Starts at ``x_0 = x_1 = K.center()``.
 
     Source: G&K 2022 (COLT, PMLR 178), Algorithms 2-4, Lemmas 6-7, read in the paper's full text.
@@ -105,7 +106,7 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
         ``K.diameter``. The constants 1, 60 and 5 can be changed (``eta_constant``, ``eps_constant``,
         ``block_constant``) keeping the exponents in T: Theorem 9's are made for the proof, and at ``T < 10^4``
         its tolerance ``3 eps`` exceeds ``R^2``, so the played point barely moves (the choices of
-        :func:`~ocokit.algorithms._loo_chain.full_information_theory`). ``overrides`` give ``grad_bound`` by name,
+        `full_information_theory`). ``overrides`` give ``grad_bound`` by name,
         or constructor arguments (``pipelined``, the caps).
         """
         info, who = info.giving(overrides), f"{cls.__name__}.from_theory"
@@ -145,8 +146,9 @@ class LOOBBGD(AbstractLOOBandit):
         end of block: (x_{m+1}, y~_{m+1}) = Alg3(K_{delta/r}, x_{m-1}, y_{mK_b+1}, eps = delta^2 / 3)
 
     with ``K_{delta/r} = c + (1 - delta/r)(K - c)``, ``c = K.center()`` and ``r = K.inner_radius``, so every
-    ``z_t`` lies in K. Pipelined as :class:`LOOBOGD`. It is :class:`LOOBOGD` (with ``eps = delta^2 / 3`` unless
-    given) wrapped in the one-point bandit adapter :class:`~ocokit.algorithms._bandit.OnePointBandit`.
+    ``z_t`` lies in K. Pipelined as [`LOOBOGD`][ocokit.algorithms.LOOBOGD]. It is [`LOOBOGD`][ocokit.algorithms.LOOBOGD]
+    (with ``eps = delta^2 / 3`` unless
+    given) wrapped in the one-point bandit adapter `OnePointBandit`.
 
     Source: G&K 2022, Algorithm 9, read in the paper's full text. Guarantee (Theorem 11): with
     ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}``, ``delta = c T^{-1/4}`` (``c T^{-1/4} < r``), the
@@ -157,7 +159,7 @@ class LOOBBGD(AbstractLOOBandit):
         delta: smoothing radius, ``0 < delta < r`` (r = the inner radius of K; checked by ``from_theory``).
         block_size: ``K_b``, an integer >= 1.
         eps: tolerance of Algorithm 3; default ``None`` uses Algorithm 9's ``delta^2 / 3``.
-        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LOOBOGD`.
+        radius, pipelined, max_outer_iter, max_fw_iter: as in [`LOOBOGD`][ocokit.algorithms.LOOBOGD].
 
     Readings: the "play" line of Algorithm 9 prints ``x~_{m-1}``; the only feasible points are ``x_{m-1}``, so
     ``z_t = x_{m-1} + delta u_t``. The LOO of the shrunk set is the set's own
@@ -189,7 +191,7 @@ class LOOBBGD(AbstractLOOBandit):
         self.chain, self.delta, self.eps = LOOChain(eta, block_size, **chain), delta, eps
 
     def inner_arguments(self) -> dict[str, Any]:
-        """:class:`LOOBOGD`'s: the chain's, and ``eps`` (``delta^2 / 3`` unless given)."""
+        """[`LOOBOGD`][ocokit.algorithms.LOOBOGD]'s: the chain's, and ``eps`` (``delta^2 / 3`` unless given)."""
         return {**self.chain.options(), "eps": self.inner_eps()}
 
     theory_reads: ClassVar[tuple[str, ...]] = ("loss_bound", "inner_radius", "diameter")
@@ -211,7 +213,7 @@ class LOOBBGD(AbstractLOOBandit):
         ``c`` to Theorem 11's ``20 R sqrt(nM)``. ``delta`` is capped at ``r/2`` (the theorem needs
         ``c T^{-1/4} < r``; at practical T its constants violate this) and ``K_b`` is clipped to [1, T].
         ``eta_constant`` (1) and ``block_constant`` (``6 n M``) rescale ``eta`` and ``K_b`` (the choices of
-        :func:`~ocokit.algorithms._loo_chain.bandit_theory`); ``overrides`` give the constants ``loss_bound`` (M)
+        `bandit_theory`); ``overrides`` give the constants ``loss_bound`` (M)
         and ``inner_radius`` (r) by name, or constructor arguments.
         """
         info, who = info.giving(overrides), f"{cls.__name__}.from_theory"

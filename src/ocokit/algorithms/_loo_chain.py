@@ -1,17 +1,17 @@
 """The blocked LOO chain of Garber and Kretzu 2022 (the part shared by LOO-BOGD, LOO-BBGD, LPM and LBPM).
 
-* :func:`separating_hyperplane_fw` (SH-FW, Algorithm 2): Frank-Wolfe on ``1/2 ||x - y||^2`` from a
+* `separating_hyperplane_fw` (SH-FW, Algorithm 2): Frank-Wolfe on ``1/2 ||x - y||^2`` from a
   feasible start, stopped by the gap ``<x - y, x - v> <= eps`` or by ``||x - y||^2 <= 3 eps``; it runs
-  through the shared :func:`ocokit.algorithms._fw.inner_frank_wolfe` with the set's warm-started LMO.
-* :func:`close_infeasible_projection` (Algorithm 3): SH-FW calls and pull steps ``y <- y - gamma (y - x)``
+  through the shared `inner_frank_wolfe` with the set's warm-started LMO.
+* `close_infeasible_projection` (Algorithm 3): SH-FW calls and pull steps ``y <- y - gamma (y - x)``
   until ``||x - y||^2 <= 3 eps``; returns ``(x, y)`` with ``x`` in K and ``y`` an infeasible projection.
-* :class:`LOOChain`: the blocked chain of Algorithms 4 and 9: gradients are summed over a block of ``K_b``
+* `LOOChain`: the blocked chain of Algorithms 4 and 9: gradients are summed over a block of ``K_b``
   rounds, one close infeasible projection per block; the paper pipelines it (the projection of block m's point
   is played in block m + 2); ``pipelined=False`` plays it in block m + 1.
-* The parameters of Theorems 9 and 11 (:func:`full_information_theory`, :func:`bandit_theory`), from the
+* The parameters of Theorems 9 and 11 (`full_information_theory`, `bandit_theory`), from the
   choices the learners' ``from_theory`` take as keywords.
-* :class:`AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``.
-* :class:`AbstractLOOBandit`: a chain learner wrapped in the one-point bandit adapter (Algorithm 9).
+* `AbstractLOOChainLearner`: a learner holding the chain as its part ``chain``.
+* `AbstractLOOBandit`: a chain learner wrapped in the one-point bandit adapter (Algorithm 9).
 
 Reference: D. Garber and B. Kretzu, "New Projection-free Algorithms for Online Convex Optimization with Adaptive
 Regret Guarantees", COLT 2022 (PMLR 178).
@@ -70,7 +70,7 @@ def separating_hyperplane_fw(
     ``sigma_i = clip(<y - x_i, v_i - x_i> / ||v_i - x_i||^2, 0, 1)``. Lemma 6: at most
     ``ceil(27 R^2/eps - 2)`` iterations; the output satisfies ``||x - y||^2 <= ||x1 - y||^2`` and either
     ``||x - y||^2 <= 3 eps`` or ``(y - z)^T (y - x) > 2 eps`` for all z in K. ``active=False``: returns
-    ``x1`` with no call (see :func:`~ocokit.algorithms._fw.inner_frank_wolfe`).
+    ``x1`` with no call (see `inner_frank_wolfe`).
 
     Returns:
         ``(x, lmo_state, loo_calls)``.
@@ -276,7 +276,7 @@ def bandit_theory(
     info: ProblemInfo, who: str, M: float, c: float | None, radius: float | None, eta_constant: float, block_constant
 ) -> dict[str, Any]:
     """Theorem 11 of G&K 2022 (LOO-BBGD): ``eta = c_eta (R/sqrt(nM)) T^{-3/4}``, ``delta = min(c T^{-1/4}, r/2)``,
-    ``K_b = c_K T^{1/2}`` and ``R`` (as in :func:`full_information_theory`); ``c`` defaults to the theorem's
+    ``K_b = c_K T^{1/2}`` and ``R`` (as in `full_information_theory`); ``c`` defaults to the theorem's
     ``20 R sqrt(nM)``, ``c_K`` to its ``6 n M`` and ``c_eta`` is 1 in the theorem."""
     _checks.positive("eta_constant", eta_constant)
     T, n = info.horizon, math.prod(info.domain.shape)
@@ -299,10 +299,10 @@ def bandit_theory(
 
 
 class AbstractLOOChainLearner(AbstractLearner):
-    """A learner that runs the blocked chain, held as its part ``chain`` (:class:`LOOChain`; ``learner.chain.eta``).
+    """A learner that runs the blocked chain, held as its part ``chain`` (`LOOChain`; ``learner.chain.eta``).
 
-    Its ``from_theory`` sets the chain's parameters by Theorem 9 of G&K 2022 (:func:`full_information_theory`), or
-    Theorem 11 (:func:`bandit_theory`) for a bandit learner, whose choices it takes as keywords.
+    Its ``from_theory`` sets the chain's parameters by Theorem 9 of G&K 2022 (`full_information_theory`), or
+    Theorem 11 (`bandit_theory`) for a bandit learner, whose choices it takes as keywords.
     """
 
     chain: eqx.AbstractVar[LOOChain]
@@ -312,8 +312,8 @@ class AbstractLOOBandit(AbstractOnePointBanditLearner, AbstractLOOChainLearner):
     """A bandit chain learner (LOO-BBGD, LBPM): a full-information chain learner wrapped in the one-point adapter.
 
     Its parts are those of the learner it wraps, plus the smoothing radius ``delta``, and ``eps`` may be
-    ``None``: Algorithm 9 of G&K 2022 then uses the tolerance ``eps = delta^2 / 3`` (:meth:`inner_eps`). Its
-    ``from_theory`` follows Theorem 11 (:func:`bandit_theory`).
+    ``None``: Algorithm 9 of G&K 2022 then uses the tolerance ``eps = delta^2 / 3`` (`inner_eps`). Its
+    ``from_theory`` follows Theorem 11 (`bandit_theory`).
     """
 
     eps: eqx.AbstractVar[Float[Array, ""] | None]

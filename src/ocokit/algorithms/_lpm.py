@@ -5,9 +5,9 @@ D. Garber and B. Kretzu, "Projection-Free Online Convex Optimization with Time-V
 reconstructed from it and from the paper that compares against them (Y. Wang, Y. Wan and L. Zhang, "Revisiting
 Projection-Free Online Learning with Time-Varying Constraints", AAAI 2025: Table 1, Related Work, Experiments),
 which says G&K apply LOO-BOGD "under the drift-plus-penalty framework". The reconstruction: the blocked
-LOO-BOGD chain :class:`~ocokit.algorithms._loo_chain.LOOChain` run on a regularised Lagrangian, with a dual
-variable updated once per block by a named queue rule of :mod:`ocokit.algorithms._queues`; LBPM is LPM wrapped
-in the one-point bandit adapter :class:`~ocokit.algorithms._bandit.OnePointBandit`. Do not cite results of
+LOO-BOGD chain `LOOChain` run on a regularised Lagrangian, with a dual
+variable updated once per block by a named queue rule of `_queues`; LBPM is LPM wrapped
+in the one-point bandit adapter `OnePointBandit`. Do not cite results of
 these classes as the authors' algorithms.
 """
 
@@ -41,7 +41,8 @@ def _dual_theory(info: ProblemInfo, who: str, chain: dict[str, Any], dual_rule: 
     ``delta = 4 G^2``, ``G = max(grad_bound, constraint_grad_bound)``.
 
     For ``"dpp_queue"`` the queue ``Q = lambda / mu`` has ``V = 1/mu`` and primal step ``eta mu``, which turns
-    the unregularised Lagrangian rule into the queue rule (``"dpp_queue"``; a reconstruction, see :class:`LPM`).
+    the unregularised Lagrangian rule into the queue rule (``"dpp_queue"``; a reconstruction, see
+    [`LPM`][ocokit.algorithms.LPM]).
     """
     G = max(info.require("grad_bound", who), info.require("constraint_grad_bound", who))
     eta = chain["eta"]
@@ -59,9 +60,9 @@ class BlockDual(_checks.Checked):
     """The dual variable of LPM and LBPM (reconstructed): fixed within a block, updated at its end by a rule.
 
     Rule ``"lagrangian"``: ``lambda <- [lambda + mu sum_t ([g_t]_+ - delta mu lambda)]_+`` over the block's
-    rounds (:func:`~ocokit.algorithms._queues.regularised_dual_ascent`); rule ``"dpp_queue"``:
-    ``Q <- [Q + sum_t g_t]_+`` (:func:`~ocokit.algorithms._queues.drift_plus_penalty`). Arguments as in
-    :class:`LPM`.
+    rounds (`regularised_dual_ascent`); rule ``"dpp_queue"``:
+    ``Q <- [Q + sum_t g_t]_+`` (`drift_plus_penalty`). Arguments as in
+    [`LPM`][ocokit.algorithms.LPM].
     """
 
     mu: Float[Array, ""] = hyperparameter(_checks.positive, default=1.0)
@@ -115,7 +116,7 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
         y_{m+1} = y~_m - eta Gx;  (x_{m+1}, y~_{m+1}) = Alg3(K, x_m, y_{m+1}, eps)
         lambda_{m+1} = [lambda_m + mu Gl]_+
 
-    i.e. :class:`LOOBOGD` on the regularised Lagrangian
+    i.e. [`LOOBOGD`][ocokit.algorithms.LOOBOGD] on the regularised Lagrangian
     ``L_t(x, lambda) = f_t(x) + sum_n lambda^n [g_t^n(x)]_+ - (delta mu / 2)||lambda||^2``,
     with ``y`` accumulated round by round and ``lambda`` updated once per block.
 
@@ -137,10 +138,11 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
             (the YNW queue run blockwise; the reading closest to AAAI-25's "drift-plus-penalty, Phi(x) = x").
         hinge: ``True`` (default) uses ``[g_t]_+`` (bounds on CCV, as AAAI-25 report) in both the dual and the
             primal gradient; ``False`` uses ``g_t``.
-        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LOOBOGD`; ``pipelined`` defaults to
+        radius, pipelined, max_outer_iter, max_fw_iter: as in [`LOOBOGD`][ocokit.algorithms.LOOBOGD]; ``pipelined``
+            defaults to
             ``False`` here, the reconstruction's form (the projection of block m is played in block m + 1).
 
-    ``mu``, ``dual_reg``, ``V``, ``dual_rule`` and ``hinge`` build the part ``dual`` (:class:`BlockDual`;
+    ``mu``, ``dual_reg``, ``V``, ``dual_rule`` and ``hinge`` build the part ``dual`` (`BlockDual`;
     ``learner.dual.mu``), the others the part ``chain`` (``learner.chain.eta``).
 
     Readings: both dual rules are implemented; every parameter value is a reconstruction (``from_theory``).
@@ -175,7 +177,7 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
         max_fw_iter: int = MAX_ITER,
         **dual: Any,
     ):
-        """``dual``: the dual's arguments (:class:`BlockDual`), by name."""
+        """``dual``: the dual's arguments (`BlockDual`), by name."""
         self.chain = LOOChain(eta, block_size, radius, pipelined, max_outer_iter, max_fw_iter)
         self.eps, self.dual = eps, BlockDual(**dual)
 
@@ -196,7 +198,8 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
         """Reconstructed theory parameters (derived for the reconstruction above; not read in the paper).
 
         LOO-BOGD's Theorem 9 for the primal chain: ``eta = (R/G_f) T^{-3/4}``, ``eps = 60 R^2 T^{-1/2}``,
-        ``K_b = floor(5 T^{1/2})`` (constants rescalable as in :meth:`LOOBOGD.from_theory`); the dual step
+        ``K_b = floor(5 T^{1/2})`` (constants rescalable as in
+        [`LOOBOGD.from_theory`][ocokit.algorithms.LOOBOGD.from_theory]); the dual step
         ``mu = eta`` and the Mahdavi-type regulariser ``delta = 4 G^2`` with ``G = max(G_f, G_g)`` (constants
         ``grad_bound``, ``constraint_grad_bound``). For ``dual_rule="dpp_queue"``: ``Q = lambda / mu``, i.e.
         ``V = 1/eta`` and primal step ``eta^2`` (the unregularised Lagrangian rule rewritten as a queue).
@@ -242,8 +245,8 @@ class LBPM(AbstractLOOBandit):
     """LBPM (reconstructed): bandit LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 5).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked
-    against it; they are :class:`LPM` wrapped in the one-point bandit adapter
-    :class:`~ocokit.algorithms._bandit.OnePointBandit`, as :class:`LOOBBGD` wraps LOO-BOGD (G&K 2022,
+    against it; they are [`LPM`][ocokit.algorithms.LPM] wrapped in the one-point bandit adapter
+    `OnePointBandit`, as [`LOOBBGD`][ocokit.algorithms.LOOBBGD] wraps LOO-BOGD (G&K 2022,
     Algorithm 9). Do not cite results of this class as the authors' algorithm.
 
     Update (block m, round t; ``u_t`` uniform on S^{n-1}; only values are observed)::
@@ -263,12 +266,14 @@ class LBPM(AbstractLOOBandit):
         delta: smoothing radius, ``0 < delta < r`` (r = the inner radius of K).
         block_size: ``K_b``, an integer >= 1.
         eps: tolerance of Algorithm 3; default ``None`` uses ``delta^2 / 3`` (as Algorithm 9).
-        mu, dual_reg, V, dual_rule, hinge: as in :class:`LPM` (the regulariser is named ``dual_reg`` since
+        mu, dual_reg, V, dual_rule, hinge: as in [`LPM`][ocokit.algorithms.LPM] (the regulariser is named ``dual_reg``
+            since
             ``delta`` is the smoothing radius here).
-        radius, pipelined, max_outer_iter, max_fw_iter: as in :class:`LPM` (the parts ``dual`` and ``chain``).
+        radius, pipelined, max_outer_iter, max_fw_iter: as in [`LPM`][ocokit.algorithms.LPM] (the parts ``dual`` and
+            ``chain``).
 
     Readings: the dual rule uses the observed values ``g_t(z_t)`` at the played point; both dual rules
-    and ``hinge`` as in :class:`LPM`.
+    and ``hinge`` as in [`LPM`][ocokit.algorithms.LPM].
 
     Example:
         >>> import ocokit
@@ -303,12 +308,12 @@ class LBPM(AbstractLOOBandit):
         max_fw_iter: int = MAX_ITER,
         **dual: Any,
     ):
-        """``dual``: the dual's arguments (:class:`BlockDual`), by name."""
+        """``dual``: the dual's arguments (`BlockDual`), by name."""
         self.chain = LOOChain(eta, block_size, radius, pipelined, max_outer_iter, max_fw_iter)
         self.delta, self.eps, self.dual = delta, eps, BlockDual(**dual)
 
     def inner_arguments(self) -> dict[str, Any]:
-        """:class:`LPM`'s: the chain's, the dual's, and ``eps`` (``delta^2 / 3`` unless given)."""
+        """[`LPM`][ocokit.algorithms.LPM]'s: the chain's, the dual's, and ``eps`` (``delta^2 / 3`` unless given)."""
         return {**self.chain.options(), **self.dual.options(), "eps": self.inner_eps()}
 
     theory_reads: ClassVar[tuple[str, ...]] = (
@@ -336,7 +341,8 @@ class LBPM(AbstractLOOBandit):
 
         ``eta = (R/sqrt(nM)) T^{-3/4}``, ``K_b = 6 n M T^{1/2}`` clipped to [1, T], ``delta = c T^{-1/4}``
         capped at ``r/2`` (``c`` defaults to ``20 R sqrt(nM)``), ``M = max(loss_bound, constraint_bound)``
-        (rescalable as in :meth:`LOOBBGD.from_theory`), and the dual parameters of :meth:`LPM.from_theory`.
+        (rescalable as in [`LOOBBGD.from_theory`][ocokit.algorithms.LOOBBGD.from_theory]), and the dual parameters of
+        [`LPM.from_theory`][ocokit.algorithms.LPM.from_theory].
         ``overrides`` give each constant by name, or constructor arguments (``hinge``, ...).
         """
         _checks.one_of("dual_rule", dual_rule, _DUAL_RULES)

@@ -1,12 +1,14 @@
 """OCO with memory and limited predictions (paper 002, Algorithm 1) and its bandit-OCO-with-memory subroutine.
 
-Two learners hold the part :class:`~ocokit.algorithms._smoothing_step.SmoothingStep` (subroutine (a): its
+Two learners hold the part `SmoothingStep` (subroutine (a): its
 parameters, the estimate ``g_r``, the step ``eta_r``) as their field ``smoothing``:
 
-* :class:`BanditOCOMemory`, subroutine (a) on its own: projected online gradient descent over the played
+* [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory], subroutine (a) on its own: projected online gradient descent
+  over the played
   decisions, driven by one- or two-point values of the round's cost at perturbed windows
   (``ZEROTH_ORDER`` feedback);
-* :class:`OCOMemoryLimitedPredictions`, Algorithm 1: the same subroutine run W rounds ahead on a prediction
+* [`OCOMemoryLimitedPredictions`][ocokit.algorithms.OCOMemoryLimitedPredictions], Algorithm 1: the same subroutine run W
+  rounds ahead on a prediction
   oracle (``PREDICTIONS`` feedback) to produce ``x^0``, then K = floor(W / (h - 1)) pipelined layers of a
   zeroth-order projected gradient method on the whole-horizon cost ``C_T`` (subroutine (b)).
 
@@ -40,7 +42,7 @@ from ocokit.sets import AbstractSet
 
 class AbstractMemoryLearner(AbstractLearner):
     """A learner of paper 002's family: it holds subroutine (a), the part ``smoothing``
-    (:class:`~ocokit.algorithms._smoothing_step.SmoothingStep`: ``eta``, ``delta``, ``x0``, ``half_width``,
+    (`SmoothingStep`: ``eta``, ``delta``, ``x0``, ``half_width``,
     ``law``, ``estimator``, ``init_perturb``, ``eta_decay``, ``normalize_by_variance``, with their checks)."""
 
     smoothing: eqx.AbstractVar[SmoothingStep]
@@ -81,7 +83,7 @@ class BanditOCOMemory(AbstractMemoryLearner):
 
     where ``P_t`` shifts the window by ``delta u_t`` (see ``init_perturb``). The values come from
     ``ZEROTH_ORDER`` feedback (the round's cost at two query windows the learner picks). The step is the part
-    ``smoothing`` (:class:`~ocokit.algorithms._smoothing_step.SmoothingStep`), built from the arguments below
+    ``smoothing`` (`SmoothingStep`), built from the arguments below
     except ``estimator="exact"``, which needs gradients.
 
     Source: Ye et al., Algorithm 1 lines 1-7 and the update after Theorem 1; the single-point variant of
@@ -96,7 +98,7 @@ class BanditOCOMemory(AbstractMemoryLearner):
         x0: the initial condition x0bar (history and x_1); ``nan`` = ``domain.center()``.
         half_width: truncation a of the truncated Gaussian, > 0; ``nan`` = Definition 1's
             ``(2 d^2 (2h - 1))^(-1/4)``; the experiments use 2.
-        law: smoothing law, one of :data:`ocokit.feedback.SMOOTHING_LAWS` (static; default
+        law: smoothing law, one of `SMOOTHING_LAWS` (static; default
             ``"truncated_gaussian"``, Definition 1; with ``"sphere"`` set ``normalize_by_variance`` for the
             usual ``n / delta`` scaling).
         estimator: ``"two_point"`` (default, Algorithm 1) or ``"one_point"`` (Sec. 5).
@@ -222,7 +224,8 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
 
     At iteration t (Algorithm 1's loop, t = 2 - W, ..., T; iteration t + 1 runs after round t is played):
 
-    (a) initialisation, W rounds ahead (r = t + W - 1, as :class:`BanditOCOMemory` but on predictions)::
+    (a) initialisation, W rounds ahead (r = t + W - 1, as [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory] but on
+    predictions)::
 
             x^0_{r+1} = Pi_X(x^0_r - eta_r g^0_r),
             g^0_r = [l_r(x^0_{r-h+1:r} + P) - l_r(x^0_{r-h+1:r} - P)] / (2 delta) u_r
@@ -239,7 +242,7 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
 
     With exact gradients in place of the estimates, the layers are exactly K steps of projected gradient
     descent on ``C_T`` from ``x^0`` (tested to 1e-10). Step (a) and the law and estimator of (b) are the part
-    ``smoothing`` (:class:`~ocokit.algorithms._smoothing_step.SmoothingStep`), built from the arguments below.
+    ``smoothing`` (`SmoothingStep`), built from the arguments below.
 
     Source: Ye et al., Algorithm 1 (lines 1-23), the vector view of Sec. 3 and the single-point variants of
     Sec. 5, with the paper's typos fixed: lines 4, 13 and 20 set both query points to ``x + delta u`` (read
@@ -262,19 +265,21 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
             inferred analogue) or ``"exact"`` (first-order predictions: gradients of ``l`` in place of the
             estimates, outside the paper's setting; a reference for tests and reductions).
         init_perturb: ``"unary"`` (default), ``"last"`` or ``"fixed_trajectory"``, as in
-            :class:`BanditOCOMemory`.
+            [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory].
         strict_window: False (default) follows the pseudo-code, whose layer 0 queries round ``t + K(h - 1)``,
             i.e. ``t + W`` when ``(h - 1) | W``; True keeps every query in ``{t, ..., t + W - 1}`` (the window
             the paper states) with ``K = floor((W - 1) / (h - 1))`` (ocokit's choice, not in the paper).
         eta_decay: ``"inverse_t"`` (default) or ``"constant"``.
-        normalize_by_variance: divide estimates by ``E[u_i^2]`` (not in the paper; see :class:`BanditOCOMemory`).
+        normalize_by_variance: divide estimates by ``E[u_i^2]`` (not in the paper; see
+            [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory]).
 
     Readings: history slots (index <= 0) are fixed at x0bar, never perturbed or updated (the text says
     ``x_t = x0bar`` for t <= 1, the appendix for t <= 0); queries
     for rounds k < 1 or k > T count as zero and are not made (the paper's ``l_k = 0`` there); memory h = 1
     uses K = W layers on the current block (the paper's ``K = floor(W / (h - 1))`` divides by zero; ocokit's
     choice). Queries go through the oracle narrowed to
-    this learner's window (:meth:`ocokit.feedback.Predictions.restrict`): a query beyond it is answered
+    this learner's window ([`ocokit.feedback.Predictions.restrict`][ocokit.feedback.Predictions.restrict]): a query
+    beyond it is answered
     ``nan`` and counted in the ``"flagged_queries"`` diagnostic (never happens by construction).
 
     Example:

@@ -7,17 +7,20 @@ A mirror geometry is a distance-generating function omega on a simple set X_0, i
 
 (``alpha`` is an inverse step size). Two are written here, once, for every learner to reuse:
 
-* :class:`EuclideanGeometry`: ``omega = 1/2 ||x||_2^2``, so ``D = 1/2 ||x - y||_2^2`` and
+* [`EuclideanGeometry`][ocokit.algorithms.EuclideanGeometry]: ``omega = 1/2 ||x||_2^2``, so ``D = 1/2 ||x - y||_2^2``
+  and
   ``P(y, h, alpha) = Pi_{X_0}(y - h / alpha)``, a projected gradient step through the set's own
-  ``project`` (balls, boxes, the simplex, any :class:`~ocokit.sets.AbstractSet`).
-* :class:`EntropicGeometry`: the negative entropy ``omega = sum_i x_i log x_i`` on the probability simplex,
+  ``project`` (balls, boxes, the simplex, any [`AbstractSet`][ocokit.sets.AbstractSet]).
+* [`EntropicGeometry`][ocokit.algorithms.EntropicGeometry]: the negative entropy ``omega = sum_i x_i log x_i`` on the
+  probability simplex,
   so ``D`` is the KL divergence and ``P`` is the multiplicative-weights step
-  ``x_i proportional to y_i exp(-h_i / alpha)``, computed in log space. :func:`mix_uniform` is the
+  ``x_i proportional to y_i exp(-h_i / alpha)``, computed in log space. `mix_uniform` is the
   uniform mixing ``(1 - nu) x + nu / d`` that keeps a KL prox centre away from the boundary (paper 004,
   Algorithm 2, Line 3).
 
-:class:`Hedge` (exponentiated gradient) is the entropic online mirror descent learner built on the same
-step; projected OGD (:class:`~ocokit.algorithms.OGD`) is its Euclidean counterpart.
+[`Hedge`][ocokit.algorithms.Hedge] (exponentiated gradient) is the entropic online mirror descent learner built on the
+same
+step; projected OGD ([`OGD`][ocokit.algorithms.OGD]) is its Euclidean counterpart.
 
 Reference (paper 004): S. Qiu and X. Wei, "Beyond O(sqrt(T)) Regret for Constrained Online Optimization: Gradual
 Variations and Mirror Prox", preprint, June 2020 (Section 2's Bregman setup, Assumption 2.3, Algorithm 2).
@@ -153,10 +156,10 @@ class EuclideanGeometry(AbstractMirrorGeometry):
 class EntropicGeometry(AbstractMirrorGeometry):
     """The negative entropy ``omega(x) = sum_i x_i log x_i`` on a simplex: ``D = KL``, l1 / l_inf norms.
 
-    prox: the multiplicative-weights step of :func:`entropic_prox`, O(d). On ``o + r Delta`` the
+    prox: the multiplicative-weights step of `entropic_prox`, O(d). On ``o + r Delta`` the
     divergence is ``sum_i u_i log(u_i / v_i)`` of ``u = x - o``, ``v = y - o``, with modulus ``1 / r``
     w.r.t. l1 (Pinsker). Unbounded near the boundary (``R^2 = inf``; paper 004 Remark 2.4), hence the
-    uniform mixing of :func:`mix_uniform` in Algorithm 2. Only for ``Simplex(capped=False)``; the entropy
+    uniform mixing of `mix_uniform` in Algorithm 2. Only for ``Simplex(capped=False)``; the entropy
     sign of paper 004 (``omega = -sum x log x``, the concave entropy) is a typo; its KL formula is right.
     """
 
@@ -201,21 +204,24 @@ class _HedgeState(eqx.Module):
 
 
 class Hedge(AbstractLearner):
-    """Hedge / exponentiated gradient: online mirror descent with the negative entropy on the simplex.
+    r"""Hedge / exponentiated gradient: online mirror descent with the negative entropy on the simplex.
 
-    Update (after playing ``x_t`` and seeing ``f_t``), with ``eta_t = eta`` or ``eta / sqrt(t)``::
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``eta_t = eta`` or ``eta / sqrt(t)``:
 
-        x_{t+1} = (1 - nu) P_KL(x_t, eta_t grad f_t(x_t), 1) + nu / d,
-        P_KL(y, h, 1)_i = y_i exp(-h_i) / sum_j y_j exp(-h_j),
+    \[
+    x_{t+1} = (1 - \nu)\, P_{KL}\big(x_t, \eta_t \nabla f_t(x_t), 1\big) + \nu / d, \qquad
+    P_{KL}(y, h, 1)_i = \frac{y_i\, e^{-h_i}}{\sum_j y_j\, e^{-h_j}},
+    \]
 
     starting from the uniform point. ``nu = 0`` is the classic algorithm; ``nu > 0`` mixes with the
     uniform distribution (fixed share), as Algorithm 2 of paper 004 does for its prox centre. The long-term
     constraints are ignored: Hedge is the entropic baseline of the ``simplex-mirror-prox`` experiment, as
-    :class:`~ocokit.algorithms.OGD` is the Euclidean one. The prox step is :func:`entropic_prox`.
+    [`OGD`][ocokit.algorithms.OGD] is the Euclidean one. The prox step is `entropic_prox`.
 
     Guarantee: with the negative entropy 1-strongly convex w.r.t. l1 (Pinsker) and ``nu = 0``, the mirror
     descent bound gives ``Regret(T) <= ln(d) / eta + (eta / 2) sum_t ||grad f_t(x_t)||_inf^2``, so the
-    constant ``eta = sqrt(2 ln d / T) / F`` of :meth:`from_theory` gives ``Regret(T) <= F sqrt(2 T ln d)``
+    constant ``eta = sqrt(2 ln d / T) / F`` of [`from_theory`][ocokit.algorithms.Hedge.from_theory] gives ``Regret(T) <=
+    F sqrt(2 T ln d)``
     when ``||grad f_t||_inf <= F`` (the online mirror descent bound for the entropic regulariser; Kivinen and
     Warmuth 1997, Shalev-Shwartz 2012).
 

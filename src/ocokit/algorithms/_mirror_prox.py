@@ -1,10 +1,10 @@
 """Online primal-dual mirror prox (Qiu and Wei 2020, paper 004): Algorithm 1 and its simplex version.
 
-Both learners share one round, written once on their abstract class :class:`AbstractMirrorProx`: a
-virtual-queue update (:func:`~ocokit.algorithms._queues.mirror_prox_queue`), then two Bregman prox steps
+Both learners share one round, written once on their abstract class `AbstractMirrorProx`: a
+virtual-queue update (`mirror_prox_queue`), then two Bregman prox steps
 from the same prox centre with the same ``alpha_t`` and the same linearised constraints, the first with
 the previous round's gradient (optimistic, played), the second with the fresh one (the next centre). The
-prox steps are the geometries of :mod:`ocokit.algorithms._mirror`; each learner gives only its bound on
+prox steps are the geometries of `_mirror`; each learner gives only its bound on
 ``alpha_t`` (Theorem 4.1 or 6.1) and its prox centre.
 """
 
@@ -82,7 +82,8 @@ def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, name: str) 
     """``eta``, ``gamma``, ``L_f``, ``L_g``, ``G``, ``H`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}``, ``V >= V_*(T)``.
 
     The constructor arguments the two learners' ``from_theory`` share (``name`` is the class, for errors).
-    Problem constants are read with :meth:`ProblemInfo.require` (``L_f`` overrides ``smoothness``); ``G`` and
+    Problem constants are read with [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require] (``L_f`` overrides
+    ``smoothness``); ``G`` and
     ``H`` are sums over the K constraints, given
     directly or bounded by ``K constraint_bound`` and ``K constraint_grad_bound``.
     """
@@ -126,11 +127,11 @@ class AbstractMirrorProx(AbstractLearner):
         x_t      = P(y_t, grad f^{t-1}(x_{t-1}) + c_t, alpha_t)     -> played
         x~_{t+1} = P(y_t, grad f^t(x_t) + c_t, alpha_t)
 
-    The queue is :func:`~ocokit.algorithms._queues.mirror_prox_queue`. A concrete learner declares the
+    The queue is `mirror_prox_queue`. A concrete learner declares the
     fields below (Assumption 2.1's ``L_f, L_g, G, H >= 0`` as the part ``constants``,
-    :class:`MirrorProxConstants`: ``learner.constants.L_f``), its ``geometry``, ``alpha_bound`` (the
+    `MirrorProxConstants`: ``learner.constants.L_f``), its ``geometry``, ``alpha_bound`` (the
     theorem's lower bound on ``alpha_t``) and ``prox_center``; ``init`` computes ``x_0`` and calls
-    :meth:`initial_state`. Validated here: ``gamma, eta > 0``, ``known_constraints`` a function or ``None``.
+    `initial_state`. Validated here: ``gamma, eta > 0``, ``known_constraints`` a function or ``None``.
 
     References:
         S. Qiu and X. Wei. Beyond O(sqrt(T)) regret for constrained online optimization: gradual variations
@@ -166,11 +167,12 @@ class AbstractMirrorProx(AbstractLearner):
         **overrides: Any,
     ) -> AbstractMirrorProx:
         """``M = max{V, L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}`` (Theorems 4.1/4.2 for Algorithm 1,
-        6.1 for Algorithm 2), and the learner's own :meth:`theory_parameters` (``rho``; ``nu = 1/T``).
+        6.1 for Algorithm 2), and the learner's own `theory_parameters` (``rho``; ``nu = 1/T``).
 
         Args:
             info: the problem's information (horizon T, constants, number K of constraints; for
-                :class:`SimplexMirrorProx` the domain must be ``Simplex(capped=False)`` and T > 2).
+                [`SimplexMirrorProx`][ocokit.algorithms.SimplexMirrorProx] the domain must be ``Simplex(capped=False)``
+                and T > 2).
             variation: V, an upper bound on the gradual variation known in advance: ``V_*(T) = sum_t max_x
                 ||grad f^t(x) - grad f^{t-1}(x)||_*^2`` (with ``grad f^0 = 0`` its t = 1 term is
                 ``max_x ||grad f^1(x)||_*^2``), in (l1, l_inf) (``V_inf``) for Algorithm 2. Default
@@ -225,10 +227,10 @@ class AbstractMirrorProx(AbstractLearner):
         return self._next_round(domain, x0, grad0, g0, J0, zero_queue, zero_alpha, jnp.asarray(0, jnp.int32), dtype)
 
     def _next_round(self, domain, x_tilde, grad, g, J, queue, alpha_prev, t, dtype) -> _MirrorProxState:
-        """Lines 3-4 of the next round: ``Q``, ``alpha`` and ``c`` (:meth:`_dual_update`) from ``g(x_t)`` and its
+        """Lines 3-4 of the next round: ``Q``, ``alpha`` and ``c`` (`_dual_update`) from ``g(x_t)`` and its
         Jacobian, the prox centre of ``x~_{t+1}`` and the played ``x_{t+1} = P(y_{t+1}, grad f^t(x_t) + c, alpha)``.
 
-        The state after ``t`` rounds; at ``t = 0`` (:meth:`initial_state`) from ``x_0``, ``grad f^0`` and ``g(x_0)``.
+        The state after ``t`` rounds; at ``t = 0`` (`initial_state`) from ``x_0``, ``grad f^0`` and ``g(x_0)``.
         """
         Q, alpha, c = self._dual_update(queue, alpha_prev, g, J)
         center = self.prox_center(domain, x_tilde)
@@ -265,28 +267,33 @@ class AbstractMirrorProx(AbstractLearner):
 
 
 class MirrorProx(AbstractMirrorProx):
-    """Online Primal-Dual Mirror Prox (Qiu and Wei 2020, Algorithm 1) for fixed known constraints.
+    r"""Online Primal-Dual Mirror Prox (Qiu and Wei 2020, Algorithm 1) for fixed known constraints.
 
     Round t, with the prox step ``P(y, h, alpha) = argmin_{x in X_0} <h, x> + alpha D(x, y)`` of
-    ``geometry`` and ``Q(0) = 0``, ``alpha_0 = 0``::
+    ``geometry`` and ``Q(0) = 0``, ``alpha_0 = 0``:
 
-        Q_k(t)  = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }            (Line 3)
-        c_t     = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
-        xi_t    = gamma L_g ||Q(t)||_1 + gamma^2 (L_g G + H^2)                             (eq. 6)
-        alpha_t = max{ (2 / rho)(gamma^2 L_g G + eta L_f^2 + 1 / eta + xi_t), alpha_{t-1} }  (Thm 4.1)
-        x_t     = P(x~_t, grad f^{t-1}(x_{t-1}) + c_t, alpha_t)      -> played          (Line 4)
-        x~_{t+1} = P(x~_t, grad f^t(x_t) + c_t, alpha_t)                                 (Line 7)
+    \[
+    \begin{aligned}
+    Q_k(t) &= \max\big\{ -\gamma g_k(x_{t-1}),\ Q_k(t-1) + \gamma g_k(x_{t-1}) \big\} && \text{(Line 3)} \\
+    c_t &= \gamma \sum_k \big(Q_k(t) + \gamma g_k(x_{t-1})\big) \nabla g_k(x_{t-1}) \\
+    \xi_t &= \gamma L_g \|Q(t)\|_1 + \gamma^2 (L_g G + H^2) && \text{(eq. 6)} \\
+    \alpha_t &= \max\Big\{ \tfrac{2}{\rho} \big(\gamma^2 L_g G + \eta L_f^2 + 1/\eta + \xi_t\big),\
+        \alpha_{t-1} \Big\} && \text{(Thm 4.1)} \\
+    x_t &= P\big(\tilde x_t,\ \nabla f^{t-1}(x_{t-1}) + c_t,\ \alpha_t\big) && \text{(Line 4; played)} \\
+    \tilde x_{t+1} &= P\big(\tilde x_t,\ \nabla f^{t}(x_t) + c_t,\ \alpha_t\big) && \text{(Line 7)}
+    \end{aligned}
+    \]
 
     Both steps are centred at ``x~_t`` (not ``x_t``; the "y = x_t" in the proof of Lemma 5.1 is a typo of
     the paper) and reuse ``Q(t)``, ``alpha_t`` and the linearisation at ``x_{t-1}``. ``x_t`` never uses
-    ``f^t``: :meth:`update` of round t computes ``x~_{t+1}`` and then ``x_{t+1}`` from ``grad f^t(x_t)``,
-    the only gradient of ``f^t`` ever queried; :meth:`decide` returns the stored ``x_t``. Euclidean
+    ``f^t``: `update` of round t computes ``x~_{t+1}`` and then ``x_{t+1}`` from ``grad f^t(x_t)``,
+    the only gradient of ``f^t`` ever queried; `decide` returns the stored ``x_t``. Euclidean
     geometry: ``P(y, h, alpha) = Pi_{X_0}(y - h / alpha)``. Per round: two prox steps, one loss gradient,
     the constraint values and Jacobian at the played point.
 
     Source: Qiu and Wei, Algorithm 1, eqs. (6), (13), (21)/(44).
     Guarantees (Assumptions 2.1-2.3, Slater): with ``M = max{V_*(T), L_f^2}``, ``eta = M^{-1/2}``,
-    ``gamma = M^{1/4}`` (:meth:`from_theory`), Regret(T) = O(max{sqrt(V_*(T)), L_f}) (Theorem 4.1) and the
+    ``gamma = M^{1/4}`` (`from_theory`), Regret(T) = O(max{sqrt(V_*(T)), L_f}) (Theorem 4.1) and the
     signed ``Violation(T, k) = sum_t g_k(x_t) = O(1)`` for every k (Theorem 4.2). For any parameters
     ``sum_{t<=T} g_k(x_t) <= (Q_k(T+1) - Q_k(1)) / gamma`` (Lemma 5.5); ``Q(T+1)`` is the queue of the
     state after round T.
@@ -299,8 +306,10 @@ class MirrorProx(AbstractMirrorProx):
         G: bound on ``sum_k |g_k(x)|`` over X_0 (an l1 bound, not per constraint), >= 0.
         H: ``sum_k H_k`` of the Lipschitz constants of the ``g_k`` (a sum, not a max), >= 0.
         rho: modulus of the distance-generating function, > 0 (1 for the Euclidean geometry).
-        geometry: the mirror geometry (static; default :class:`EuclideanGeometry`). It must have a bounded
-            divergence on the domain (Assumption 2.3); for KL on the simplex use :class:`SimplexMirrorProx`.
+        geometry: the mirror geometry (static; default [`EuclideanGeometry`][ocokit.algorithms.EuclideanGeometry]). It
+            must have a bounded
+            divergence on the domain (Assumption 2.3); for KL on the simplex use
+            [`SimplexMirrorProx`][ocokit.algorithms.SimplexMirrorProx].
         x0: ``x_0 = x~_1`` in X_0 (default ``domain.center()``; Algorithm 1 leaves it free). It is never
             played.
         grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; the paper never defines ``f^0``).
@@ -312,7 +321,7 @@ class MirrorProx(AbstractMirrorProx):
     Readings: round 1 uses ``grad f^0(x_0)`` and the t = 1 term of ``V_*`` uses ``f^0``, which the paper never
     defines: ocokit takes ``grad f^0 = 0``, which only changes constants (``grad0`` gives a hint instead);
     ``x_0`` the centre of X_0 (``x0``); the recursive max form of ``alpha_t`` (equal to the closed form (44)).
-    The paper needs ``V_*(T)`` in advance and gives no adaptive scheme: :meth:`from_theory` takes an upper bound
+    The paper needs ``V_*(T)`` in advance and gives no adaptive scheme: `from_theory` takes an upper bound
     ``variation >= V_*(T)`` (guarantees then hold with ``V_*`` replaced by it) and defaults to the
     worst case ``4 F^2 T``, which recovers O(sqrt(T)) regret. Time-varying constraints are outside the
     paper (fixed, known constraints only); they run (the linearisation uses round t's ``g^t`` at ``x_t``)
@@ -352,7 +361,7 @@ class MirrorProx(AbstractMirrorProx):
         known_constraints: Callable[[Array], Array] | None = None,
         **constants: Any,
     ):
-        """``constants``: ``L_f``, ``L_g``, ``G``, ``H`` (:class:`MirrorProxConstants`), by name."""
+        """``constants``: ``L_f``, ``L_g``, ``G``, ``H`` (`MirrorProxConstants`), by name."""
         self.gamma, self.eta, self.constants = gamma, eta, MirrorProxConstants(**constants)
         self.rho, self.geometry, self.x0, self.grad0 = rho, geometry, x0, grad0
         self.known_constraints = known_constraints
@@ -391,20 +400,27 @@ class MirrorProx(AbstractMirrorProx):
 
 
 class SimplexMirrorProx(AbstractMirrorProx):
-    """Online Primal-Dual Mirror Prox on the probability simplex (Qiu and Wei 2020, Algorithm 2).
+    r"""Online Primal-Dual Mirror Prox on the probability simplex (Qiu and Wei 2020, Algorithm 2).
 
-    Algorithm 1 with the KL divergence, plus a uniform mixing of the prox centre. Round t::
+    Algorithm 1 with the KL divergence, plus a uniform mixing of the prox centre. Round t:
 
-        y~_t     = (1 - nu) x~_t + nu / d                                              (Line 3)
-        Q_k(t)   = max{ -gamma g_k(x_{t-1}),  Q_k(t-1) + gamma g_k(x_{t-1}) }          (Line 4)
-        c_t      = gamma sum_k (Q_k(t) + gamma g_k(x_{t-1})) grad g_k(x_{t-1})
-        alpha_t  = max{ 3 (eta L_f^2 + gamma^2 L_g G) + 2 / eta + 3 xi_t, alpha_{t-1} }  (Thm 6.1)
-        x_t      proportional to y~_t exp(-(grad f^{t-1}(x_{t-1}) + c_t) / alpha_t)  -> played  (Line 5)
-        x~_{t+1} proportional to y~_t exp(-(grad f^t(x_t) + c_t) / alpha_t)            (Line 8)
+    \[
+    \begin{aligned}
+    \tilde y_t &= (1 - \nu)\, \tilde x_t + \nu / d && \text{(Line 3)} \\
+    Q_k(t) &= \max\big\{ -\gamma g_k(x_{t-1}),\ Q_k(t-1) + \gamma g_k(x_{t-1}) \big\} && \text{(Line 4)} \\
+    c_t &= \gamma \sum_k \big(Q_k(t) + \gamma g_k(x_{t-1})\big) \nabla g_k(x_{t-1}) \\
+    \alpha_t &= \max\big\{ 3 (\eta L_f^2 + \gamma^2 L_g G) + 2/\eta + 3 \xi_t,\ \alpha_{t-1} \big\}
+        && \text{(Thm 6.1)} \\
+    x_t &\propto \tilde y_t \odot \exp\big(-(\nabla f^{t-1}(x_{t-1}) + c_t) / \alpha_t\big)
+        && \text{(Line 5; played)} \\
+    \tilde x_{t+1} &\propto \tilde y_t \odot \exp\big(-(\nabla f^{t}(x_t) + c_t) / \alpha_t\big) && \text{(Line 8)}
+    \end{aligned}
+    \]
 
     with ``xi_t`` of eq. (6), ``x_0 = x~_1 = 1/d`` and ``Q(0) = 0``. Both steps are centred at the mixed
     point ``y~_t`` (Algorithm 2, Lines 5 and 8), which keeps every centre ``>= nu / d`` so KL stays finite.
-    The steps are the entropic prox of :mod:`ocokit.algorithms._mirror`, in log space. Constants are measured in
+    The steps are the entropic prox step of [`EntropicGeometry`][ocokit.algorithms.EntropicGeometry], in log
+    space. Constants are measured in
     (l1, l_inf): ``F = sup ||grad f^t||_inf``, ``L_f``, ``L_g`` with ``||grad phi(x) - grad phi(y)||_inf <=
     L ||x - y||_1``, ``H_k = sup ||grad g_k||_inf`` (Section 6; l2 constants are valid upper bounds). Any
     ``Simplex(capped=False)`` works (the step acts on ``(x - offset) / radius``); the theorem's constants
@@ -420,12 +436,12 @@ class SimplexMirrorProx(AbstractMirrorProx):
         gamma: gamma > 0 (theory ``M^{1/4}``).
         eta: eta > 0, only inside ``alpha_t`` (theory ``M^{-1/2}``).
         nu: mixing weight in ``(0, 1]`` (theory ``1 / T``).
-        L_f, L_g, G, H: as in :class:`MirrorProx`, in (l1, l_inf).
+        L_f, L_g, G, H: as in [`MirrorProx`][ocokit.algorithms.MirrorProx], in (l1, l_inf).
         grad0: the round-0 gradient ``grad f^0(x_0)`` (default 0; the paper never defines ``f^0``).
         known_constraints: the fixed constraints ``g(x) -> (K,)``, for ``g(x_0)`` at round 1 (see
-            :class:`MirrorProx`; without it ``g(x_0) = 0``).
+            [`MirrorProx`][ocokit.algorithms.MirrorProx]; without it ``g(x_0) = 0``).
 
-    Readings: ``grad f^0 = 0`` (as in :class:`MirrorProx`; ``grad0``); the negative entropy
+    Readings: ``grad f^0 = 0`` (as in [`MirrorProx`][ocokit.algorithms.MirrorProx]; ``grad0``); the negative entropy
     ``omega = sum x log x`` (the paper writes ``-sum x log x``, a sign typo: that is the concave entropy);
     V known in advance as an upper bound, default ``4 F^2 T``.
 
@@ -462,7 +478,7 @@ class SimplexMirrorProx(AbstractMirrorProx):
         known_constraints: Callable[[Array], Array] | None = None,
         **constants: Any,
     ):
-        """``constants``: ``L_f``, ``L_g``, ``G``, ``H`` (:class:`MirrorProxConstants`), by name."""
+        """``constants``: ``L_f``, ``L_g``, ``G``, ``H`` (`MirrorProxConstants`), by name."""
         self.gamma, self.eta, self.nu, self.constants = gamma, eta, nu, MirrorProxConstants(**constants)
         self.grad0, self.known_constraints = grad0, known_constraints
 
@@ -489,5 +505,5 @@ class SimplexMirrorProx(AbstractMirrorProx):
         return 3.0 * (eta * k.L_f**2 + gamma**2 * k.L_g * k.G) + 2.0 / eta + 3.0 * xi
 
     def prox_center(self, domain, x_tilde):
-        """Algorithm 2, Line 3: ``y~_t = (1 - nu) x~_t + nu / d`` (:func:`mix_uniform`)."""
+        """Algorithm 2, Line 3: ``y~_t = (1 - nu) x~_t + nu / d`` (`mix_uniform`)."""
         return mix_uniform(domain, x_tilde, self.nu)

@@ -2,15 +2,18 @@
 
 All three play one Frank-Wolfe step per round on a quadratic surrogate ``F_t`` built from the gradients seen so
 far (one warm-started LMO call per round, no projection), under a step rule of
-:mod:`ocokit.algorithms._ofw_player` (declared on :class:`AbstractOFW` as ``rule``, built from the learner's
+`_ofw_player` (declared on `AbstractOFW` as ``rule``, built from the learner's
 parameters). They differ only in that rule:
 
-* :class:`OFW`: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying step
-  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3; :class:`DecayingStep`);
-* :class:`OFWLineSearch`: the same surrogate, ``sigma_t`` the exact line search (paper 001, Algorithm 1;
-  :class:`LineSearchStep`);
-* :class:`SCOFW`: ``F_t(x) = sum_{tau<=t} <grad f_tau(x_tau), x> + lam/2 ||x - x_tau||^2`` with the exact line
-  search (paper 001, Algorithm 2; :class:`StronglyConvexStep`).
+* [`OFW`][ocokit.algorithms.OFW]: ``F_t(x) = eta sum_{tau<=t} <grad f_tau(x_tau), x> + ||x - x_1||^2`` and the decaying
+  step
+  ``sigma_t = min(1, sigma0 / sqrt(t))`` (Hazan and Kale 2012; Hazan 2016, Thm 7.3; `DecayingStep`);
+* [`OFWLineSearch`][ocokit.algorithms.OFWLineSearch]: the same surrogate, ``sigma_t`` the exact line search (paper 001,
+  Algorithm 1;
+  `LineSearchStep`);
+* [`SCOFW`][ocokit.algorithms.SCOFW]: ``F_t(x) = sum_{tau<=t} <grad f_tau(x_tau), x> + lam/2 ||x - x_tau||^2`` with the
+  exact line
+  search (paper 001, Algorithm 2; `StronglyConvexStep`).
 """
 
 from typing import Any, ClassVar
@@ -28,7 +31,7 @@ from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 class AbstractOFW(AbstractLearner):
     """An online Frank-Wolfe learner: the player's state is the whole state; the round is written here once.
 
-    A final subclass declares ``rule``, its step rule (:class:`~ocokit.algorithms._ofw_player.AbstractOFWStep`)
+    A final subclass declares ``rule``, its step rule (`AbstractOFWStep`)
     built from its own parameters, fed the round's gradient.
     """
 
@@ -55,13 +58,18 @@ class AbstractOFW(AbstractLearner):
 
 
 class OFW(AbstractOFW):
-    """OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
+    r"""OFW: online Frank-Wolfe with the decaying step (Hazan and Kale 2012), the classic O(T^{3/4}) method.
 
-    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``:
 
-        F_t(x)  = eta <S_t, x> + ||x - x_1||^2             (eq. 3 of 001; regulariser not halved)
-        v_t     = argmin_{v in K} <grad F_t(x_t), v>,      grad F_t(x_t) = eta S_t + 2 (x_t - x_1)
-        x_{t+1} = x_t + sigma_t (v_t - x_t),               sigma_t = min(1, sigma0 / sqrt(t))
+    \[
+    \begin{aligned}
+    F_t(x) &= \eta \langle S_t, x \rangle + \|x - x_1\|^2 && \text{(eq. 3 of Wan and Zhang; not halved)} \\
+    v_t &= \operatorname*{arg\,min}_{v \in \mathcal{K}} \langle \nabla F_t(x_t), v \rangle,
+        && \nabla F_t(x_t) = \eta S_t + 2 (x_t - x_1) \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t), && \sigma_t = \min(1, \sigma_0 / \sqrt{t})
+    \end{aligned}
+    \]
 
     ``x_1`` is ``K.center()``. One LMO call per round (warm-started: the set's LMO state is carried in the
     learner state), no projection.
@@ -79,7 +87,8 @@ class OFW(AbstractOFW):
 
     Readings: by default (``surrogate="current"``) the surrogate includes the current round's gradient
     (``tau <= t``), as paper 001 writes eq. (3) for the original OFW: the same surrogate as
-    :class:`OFWLineSearch`, so the two differ only in ``sigma_t``. ``surrogate="previous"`` sums
+    [`OFWLineSearch`][ocokit.algorithms.OFWLineSearch], so the two differ only in ``sigma_t``. ``surrogate="previous"``
+    sums
     ``tau <= t - 1`` (Hazan's book is sometimes recalled that way; unverified here).
 
     Example:
@@ -125,19 +134,24 @@ class OFW(AbstractOFW):
 
 
 class OFWLineSearch(AbstractOFW):
-    """OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
+    r"""OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
 
-    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``::
+    Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``:
 
-        F_t(x)  = eta <S_t, x> + ||x - x_1||^2                           (eq. 3; 2-smooth, 2-strongly convex)
-        c_t     = grad F_t(x_t) = eta S_t + 2 (x_t - x_1)
-        v_t     = argmin_{v in K} <c_t, v>                                 (line 5)
-        sigma_t = argmin_{s in [0,1]} s <v_t - x_t, c_t> + s^2 ||v_t - x_t||^2
-                = clip(<c_t, x_t - v_t> / (2 ||v_t - x_t||^2), 0, 1)       (line 6; 0 when v_t = x_t)
-        x_{t+1} = x_t + sigma_t (v_t - x_t)                                (line 7)
+    \[
+    \begin{aligned}
+    F_t(x) &= \eta \langle S_t, x \rangle + \|x - x_1\|^2 && \text{(eq. 3; 2-smooth, 2-strongly convex)} \\
+    c_t &= \nabla F_t(x_t) = \eta S_t + 2 (x_t - x_1) \\
+    v_t &= \operatorname*{arg\,min}_{v \in \mathcal{K}} \langle c_t, v \rangle && \text{(line 5)} \\
+    \sigma_t &= \operatorname*{arg\,min}_{s \in [0,1]} s \langle v_t - x_t, c_t \rangle + s^2 \|v_t - x_t\|^2
+        = \operatorname{clip}\Big( \frac{\langle c_t, x_t - v_t \rangle}{2 \|v_t - x_t\|^2}, 0, 1 \Big)
+        && \text{(line 6; 0 when } v_t = x_t\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t) && \text{(line 7)}
+    \end{aligned}
+    \]
 
     Line 6 is the exact minimiser of ``F_t`` on the segment ``[x_t, v_t]`` (``F_t`` has Hessian ``2 I``):
-    the step rule :class:`~ocokit.algorithms._ofw_player.LineSearchStep`. ``x_1`` is ``K.center()``. One LMO call
+    the step rule `LineSearchStep`. ``x_1`` is ``K.center()``. One LMO call
     per round, warm-started (the LMO state is carried in the learner state), no projection.
 
     Source: Wan and Zhang, Algorithm 1, eq. (3), Lemma 1. Guarantee (Thm 1): for convex G-Lipschitz losses
@@ -190,18 +204,25 @@ class OFWLineSearch(AbstractOFW):
 
 
 class SCOFW(AbstractOFW):
-    """SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
+    r"""SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
 
-    Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``)::
+    Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``):
 
-        F_t(x)  = sum_{tau<=t} <grad f_tau(x_tau), x> + (lam/2) ||x - x_tau||^2    (eq. 5; lam t-smooth)
-        c_t     = grad F_t(x_t) = S_t + lam (t x_t - P_t),     S_t = sum grad f_tau(x_tau), P_t = sum x_tau
-        v_t     = argmin_{v in K} <c_t, v>                                         (line 5)
-        sigma_t = clip(<c_t, x_t - v_t> / (lam t ||v_t - x_t||^2), 0, 1)            (line 6; 0 if v_t = x_t)
-        x_{t+1} = x_t + sigma_t (v_t - x_t)                                        (line 7)
+    \[
+    \begin{aligned}
+    F_t(x) &= \sum_{\tau \le t} \langle \nabla f_\tau(x_\tau), x \rangle + \frac{\lambda}{2} \|x - x_\tau\|^2
+        && \text{(eq. 5; } \lambda t\text{-smooth)} \\
+    c_t &= \nabla F_t(x_t) = S_t + \lambda (t\, x_t - P_t),
+        && S_t = \textstyle\sum_{\tau \le t} \nabla f_\tau(x_\tau),\ P_t = \sum_{\tau \le t} x_\tau \\
+    v_t &= \operatorname*{arg\,min}_{v \in \mathcal{K}} \langle c_t, v \rangle && \text{(line 5)} \\
+    \sigma_t &= \operatorname{clip}\Big( \frac{\langle c_t, x_t - v_t \rangle}{\lambda t \|v_t - x_t\|^2}, 0, 1 \Big)
+        && \text{(line 6; 0 if } v_t = x_t\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t) && \text{(line 7)}
+    \end{aligned}
+    \]
 
     Line 6 is the exact line search of ``F_t`` on ``[x_t, v_t]`` (Hessian ``lam t I``): the step rule
-    :class:`~ocokit.algorithms._ofw_player.StronglyConvexStep`. The implementation divides ``F_t`` by t
+    `StronglyConvexStep`. The implementation divides ``F_t`` by t
     (running means ``S_t / t`` and ``P_t / t``, ``beta = lam``), which leaves ``v_t`` and ``sigma_t``
     unchanged and avoids the cancellation in ``t x_t - P_t`` (both terms grow linearly in t). ``x_1`` is
     ``K.center()``. Anytime: no T, D or G is needed.

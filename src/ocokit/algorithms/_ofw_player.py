@@ -1,16 +1,16 @@
 """The online Frank-Wolfe player: the surrogate's running sums and one FW step per round, under a typed step rule.
 
-Every OFW-type learner (:class:`~ocokit.algorithms.OFW`, :class:`~ocokit.algorithms.OFWLineSearch`,
-:class:`~ocokit.algorithms.SCOFW`, :class:`~ocokit.algorithms.OPDP`, :class:`~ocokit.algorithms.OFWTVC`,
-:class:`~ocokit.algorithms.SCOFWTVC`) holds a step rule (an :class:`AbstractOFWStep`) and feeds it one linear
+Every OFW-type learner ([`OFW`][ocokit.algorithms.OFW], [`OFWLineSearch`][ocokit.algorithms.OFWLineSearch],
+[`SCOFW`][ocokit.algorithms.SCOFW], [`OPDP`][ocokit.algorithms.OPDP], [`OFWTVC`][ocokit.algorithms.OFWTVC],
+[`SCOFWTVC`][ocokit.algorithms.SCOFWTVC]) holds a step rule (an `AbstractOFWStep`) and feeds it one linear
 loss ``c_t`` per round; the rule keeps the sums of its surrogate ``F_t`` and plays one warm-started LMO call on
-``grad F_t(x_t)`` (:func:`ocokit.algorithms._fw.fw_step`). The rules, each with only its own arguments:
+``grad F_t(x_t)`` (`fw_step`). The rules, each with only its own arguments:
 
-* :class:`DecayingStep`: ``F_t(x) = eta <S_t, x> + ||x - x_a||^2``, ``sigma_n = min(1, sigma0 / sqrt(n))`` (Hazan
+* `DecayingStep`: ``F_t(x) = eta <S_t, x> + ||x - x_a||^2``, ``sigma_n = min(1, sigma0 / sqrt(n))`` (Hazan
   and Kale 2012), with ``S_t`` the sum of the linear losses since the anchor ``x_a`` and n the rounds since it;
-* :class:`LineSearchStep`: the same surrogate, ``sigma`` the exact line search (Hessian ``2 I``; paper 001,
+* `LineSearchStep`: the same surrogate, ``sigma`` the exact line search (Hessian ``2 I``; paper 001,
   Alg. 1);
-* :class:`StronglyConvexStep`: ``F_t(x) = sum_tau <c_tau, x> + lam/2 ||x - x_tau||^2`` with the exact line search
+* `StronglyConvexStep`: ``F_t(x) = sum_tau <c_tau, x> + lam/2 ||x - x_tau||^2`` with the exact line search
   (paper 001, Alg. 2; paper 000, Alg. 2 with ``lam = 2 C_1``), kept as running means ``S_t / t``, ``P_t / t`` of
   the linear losses and the iterates: ``F_t / t`` has the same ``v_t`` and ``sigma_t`` and avoids the
   cancellation in ``t x_t - P_t`` (both terms grow linearly in t).
@@ -55,8 +55,8 @@ class AbstractOFWStep(eqx.Module):
 
         v_t = argmin_{v in K} <grad F_t(x_t), v>,   x_{t+1} = x_t + sigma_t (v_t - x_t)
 
-    Both are written here once. A final rule says how ``F_t`` absorbs the round (:meth:`absorb`, which gives
-    ``grad F_t(x_t)``), how ``sigma_t`` is chosen (:meth:`step_size`) and whether ``F_t`` keeps the mean of the
+    Both are written here once. A final rule says how ``F_t`` absorbs the round (`absorb`, which gives
+    ``grad F_t(x_t)``), how ``sigma_t`` is chosen (`step_size`) and whether ``F_t`` keeps the mean of the
     iterates (``keeps_points``). A learner whose parameters vary by round builds its rule each round.
     """
 
@@ -69,7 +69,7 @@ class AbstractOFWStep(eqx.Module):
 
     @abc.abstractmethod
     def step_size(self, rounds: Array, dtype: Any) -> tuple[Any, Any]:
-        """``(beta, sigma)`` of :func:`~ocokit.algorithms._fw.fw_step`: the Hessian scale of ``F_t`` for the
+        """``(beta, sigma)`` of `fw_step`: the Hessian scale of ``F_t`` for the
         exact line search, or a fixed step (the other ``None``)."""
 
     def init(self, domain: AbstractSet) -> _OFWPlayerState:
@@ -115,7 +115,7 @@ class AbstractAnchoredStep(AbstractOFWStep):
     """A rule on ``F_t(x) = eta <S_t, x> + ||x - x_a||^2`` (eq. 3 of 001), ``grad F_t(x_t) = eta S_t + 2 (x_t - x_a)``.
 
     ``S_t`` sums the linear losses since the anchor ``x_a`` (before this round only if ``lagged``);
-    :meth:`restarted` starts a new epoch.
+    `restarted` starts a new epoch.
     """
 
     eta: eqx.AbstractVar[Any]

@@ -6,8 +6,8 @@ equations and every parameter value are a reconstruction from the paper that com
 Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying Constraints", AAAI 2025:
 Table 1, Related Work, Experiments), not the authors' algorithm.
 The primal player is the shared online Frank-Wolfe player with the step rule
-:class:`~ocokit.algorithms._ofw_player.DecayingStep`, the dual one a named queue update of
-:mod:`ocokit.algorithms._queues`.
+`DecayingStep`, the dual one a named queue update of
+`_queues`.
 """
 
 from __future__ import annotations
@@ -34,20 +34,26 @@ class _OPDPState(eqx.Module):
 
 
 class OPDP(AbstractLearner):
-    """OPDP (reconstructed): online primal-dual projection-free method (Lee, Ho-Nguyen, Lee 2023, Alg. 1).
+    r"""OPDP (reconstructed): online primal-dual projection-free method (Lee, Ho-Nguyen, Lee 2023, Alg. 1).
 
     RECONSTRUCTED: the paper could not be read; this is a "faithful-in-spirit" template (an online primal-dual
     framework around any projection-free learner, as recalled, not read), with OFW (Hazan and Kale 2012) as the
     projection-free primal player. The update
     equations were **not** checked against the paper. Do not cite results of this class as the authors'.
 
-    Update (after playing ``x_t`` and seeing ``f_t``, ``g_t``; one LOO call per round)::
+    Update (after playing ``x_t`` and seeing ``f_t``, ``g_t``; one LOO call per round):
 
-        c_t = V grad f_t(x_t) + sum_n Q_t^n grad g_t^n(x_t)      # the linear loss l_t(x) = <c_t, x>
-        v_t = LOO(eta sum_{tau <= t} c_tau + 2 (x_t - x_1))       # OFW: F(x) = eta <S_t, x> + ||x - x_1||^2
-        x_{t+1} = x_t + sigma_t (v_t - x_t),   sigma_t = min(1, sigma0 / sqrt(t))
-        (a) Q_{t+1} = [Q_t + g_t(x_t)]_+                             # dual_rule="dpp_queue" (default)
-        (b) Q_{t+1} = [Q_t + mu (g_t(x_t) - dual_reg mu Q_t)]_+      # dual_rule="lagrangian"
+    \[
+    \begin{aligned}
+    c_t &= V \nabla f_t(x_t) + \sum_n Q_t^n \nabla g_t^n(x_t)
+        && \text{(the linear loss } \ell_t(x) = \langle c_t, x \rangle\text{)} \\
+    v_t &= \mathrm{LOO}\Big(\eta \sum_{\tau \le t} c_\tau + 2 (x_t - x_1)\Big)
+        && \text{(OFW: } F(x) = \eta \langle S_t, x \rangle + \|x - x_1\|^2\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t), && \sigma_t = \min(1, \sigma_0 / \sqrt{t}) \\
+    \text{(a)}\quad Q_{t+1} &= [Q_t + g_t(x_t)]_+ && \text{(dual\_rule="dpp\_queue", default)} \\
+    \text{(b)}\quad Q_{t+1} &= [Q_t + \mu (g_t(x_t) - \delta \mu Q_t)]_+ && \text{(dual\_rule="lagrangian")}
+    \end{aligned}
+    \]
 
     Source: a reconstruction, unverified in every line; OFW as restated by AAAI-25 (Wang, Wan and Zhang,
     Related Work). Published bounds (AAAI-25 Table 1 only): ``O(T^{5/6})`` regret and CCV for i.i.d.
@@ -62,7 +68,8 @@ class OPDP(AbstractLearner):
         dual_rule: ``"dpp_queue"`` (default, template line (a)) or ``"lagrangian"`` (template line (b)).
         hinge: ``False`` (default, the template's ``g_t``); ``True`` uses ``[g_t]_+`` and its subgradient.
 
-    Readings: the OFW sum includes round t's loss (as AAAI-25's own OFW and :class:`ocokit.algorithms.OFW`),
+    Readings: the OFW sum includes round t's loss (as AAAI-25's own OFW and
+        [`ocokit.algorithms.OFW`][ocokit.algorithms.OFW]),
     the start is ``x_1 = K.center()``, ``Q_1 = 0``. ``from_theory``'s exponents are our derivation (below),
     not the paper's, which must replace them once the paper is read.
 

@@ -5,9 +5,9 @@ Constrained Online Learning: Keeping Pace with Dynamics of Both Loss and Constra
 Tables 3-6). Paper 003 gives no update rules for them and the original papers' full texts were not read, so
 each update was reconstructed from the COLDQ authors' own implementations of these baselines ([C]) with the
 parameters of paper 003's tables ([S]). RECOO and Yi et al. 2021 solve a hinge-penalised proximal step
-per round with the part they share with COLDQ (:class:`~ocokit.algorithms._queue_common.HingeProx`);
+per round with the part they share with COLDQ (`HingeProx`);
 Yi et al. 2023 takes one projected step. Their queue updates are the named rules of
-:mod:`ocokit.algorithms._queues` (:func:`floored_rectified`, :func:`cumulative_hinge`, :func:`leaky_dual_ascent`).
+`_queues` (`floored_rectified`, `cumulative_hinge`, `leaky_dual_ascent`).
 
 Verification tags: **[A]** the paper's abstract (bounds only); **[C]** the COLDQ authors' public code
 ``yituo-liu/TON26-COLDQ`` (of their decentralised extension) reduced to one agent, not the baseline
@@ -44,25 +44,30 @@ _QUEUE_USES = ("current", "previous")
 
 
 class RECOO(AbstractQueueLearner):
-    """RECOO: RECtified Online Optimization with a floored virtual queue (Guo, Liu, Wei and Ying 2022).
+    r"""RECOO: RECtified Online Optimization with a floored virtual queue (Guo, Liu, Wei and Ying 2022).
 
-    Update, for ``t >= 2``, from round ``t-1``'s gradient and its whole constraint function::
+    Update, for ``t >= 2``, from round ``t-1``'s gradient and its whole constraint function:
 
-        x_t   = argmin_{x in X} <grad f_{t-1}(x_{t-1}), x - x_{t-1}> + alpha_{t-1} ||x - x_{t-1}||^2
-                                + gamma_{t-1} sum_n Q_{t-1}^n [g_{t-1}^n(x)]_+
-        Q_t^n = max{ eta_t , Q_{t-1}^n + gamma_t [g_t^n(x_t)]_+ }          (queue_uses="current")
+    \[
+    \begin{aligned}
+    x_t &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \langle \nabla f_{t-1}(x_{t-1}), x - x_{t-1} \rangle
+        + \alpha_{t-1} \|x - x_{t-1}\|^2 + \gamma_{t-1} \sum_n Q_{t-1}^n \big[g_{t-1}^n(x)\big]_+ \\
+    Q_t^n &= \max\big\{ \eta_t,\ Q_{t-1}^n + \gamma_t [g_t^n(x_t)]_+ \big\} && \text{(queue\_uses="current")}
+    \end{aligned}
+    \]
 
     with ``Q_1 = 0`` (so ``x_2`` is a projected gradient step), ``alpha_t = alpha t^{1/2}``,
     ``gamma_t = gamma t^{1/2 + epsilon}`` (the rectifier: clipped constraint, scaled) and
     ``eta_t = eta t^{1/2}`` (the queue's time-varying floor; lower bound only). The proximal term has no
-    1/2. The step is solved exactly by the part ``prox`` (:class:`~ocokit.algorithms._queue_common.HingeProx`,
+    1/2. The step is solved exactly by the part ``prox`` (`HingeProx`,
     as in COLDQ) inside the compiled run; the solve happens in ``update`` at the end of round ``t-1``. The
-    queue is :func:`~ocokit.algorithms._queues.floored_rectified`.
+    queue is `floored_rectified`.
 
     Source: update rule **[C]** (the COLDQ authors' ``RECOO[27].py``, time-varying and fixed variants,
     reduced to one agent; paper 003, footnote 1, describes the queue as "a lower bound only"); parameters
     of paper 003 Tables 3-6 **[S]**
-    (:meth:`from_paper`); the theory exponents ``alpha ~ sqrt(t)``, ``gamma ~ t^{1/2+eps}``,
+    ([`from_paper`][ocokit.algorithms.RECOO.from_paper]); the theory exponents ``alpha ~ sqrt(t)``, ``gamma ~
+    t^{1/2+eps}``,
     ``eta ~ sqrt(t)`` are **(unverified)**. Guarantees **[A]** (NeurIPS 2022 abstract; hard violation
     ``sum_t sum_n [g]_+``): convex, fixed constraints ``O(sqrt T)`` regret and ``O(1)`` violation;
     adversarial constraints ``O(sqrt T)`` and ``O(T^{3/4})``; strongly convex ``O(log T)`` with ``O(1)``
@@ -79,11 +84,11 @@ class RECOO(AbstractQueueLearner):
             ``x_t``; ``"previous"`` (the original paper's form as recalled, **(unverified)**):
             ``Q_{t+1} = max(Q_t + gamma_t [g_t(x_{t+1})]_+, eta_t)``, the old function at the new point,
             computed in round t's update right after ``x_{t+1}``. Identical for fixed constraints.
-        solver: the per-round solver (static; :data:`~ocokit.algorithms._hinge_prox.SOLVERS`).
+        solver: the per-round solver (static; `SOLVERS`).
         start: ``"origin"`` plays ``x_1 = Pi_X(0)`` (**[C]**: ``x_1 = 0``), ``"center"`` ``X.center()``.
 
     ``tol``, ``max_iter``, ``solver`` and ``start`` build the part ``prox``
-    (:class:`~ocokit.algorithms._queue_common.HingeProx`), which validates them.
+    (`HingeProx`), which validates them.
 
     Readings: the [C] code's queue (``queue_uses="current"``) is the default; RECOO's own form as recalled
     (the old function at the new point) is the option above. Initial queue 0, so the floor ``eta_t`` applies
@@ -184,7 +189,7 @@ _GAMMA_RULES = ("printed", "code")
 
 
 class _Yi2021State(eqx.Module):
-    """The queue learner's :class:`QueueState` (its ``queue`` is ``q_t``; ``q_hat`` adds the latest increment
+    """The queue learner's `QueueState` (its ``queue`` is ``q_t``; ``q_hat`` adds the latest increment
     again) and the constant steps ``alpha``, ``gamma`` set from the horizon."""
 
     core: QueueState
@@ -198,19 +203,23 @@ class _Yi2021State(eqx.Module):
 
 
 class Yi2021(AbstractQueueLearner):
-    """Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (ICML 2021), long-term constraints.
+    r"""Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (ICML 2021), long-term constraints.
 
-    Update, for ``t >= 2`` (``q_0 = 0``), with constant ``alpha`` and ``gamma`` set from the horizon::
+    Update, for ``t >= 2`` (``q_0 = 0``), with constant ``alpha`` and ``gamma`` set from the horizon:
 
-        q_{t-1} = q_{t-2} + gamma [g(x_{t-1})]_+,      q_hat = q_{t-1} + gamma [g(x_{t-1})]_+
-        x_t     = argmin_{x in X} alpha <grad f_{t-1}(x_{t-1}), x> + alpha gamma sum_n q_hat^n [g^n(x)]_+
-                                  + ||x - x_{t-1}||^2
+    \[
+    \begin{aligned}
+    q_{t-1} &= q_{t-2} + \gamma [g(x_{t-1})]_+, \qquad \hat q = q_{t-1} + \gamma [g(x_{t-1})]_+ \\
+    x_t &= \operatorname*{arg\,min}_{x \in \mathcal{X}} \alpha \langle \nabla f_{t-1}(x_{t-1}), x \rangle
+        + \alpha \gamma \sum_n \hat q^n [g^n(x)]_+ + \|x - x_{t-1}\|^2
+    \end{aligned}
+    \]
 
     (the latest violation counts twice in ``q_hat``; unit weight on the proximal term and ``alpha`` on
     the linear term). Dividing by ``alpha``, ``x_t`` is the hinge-penalised proximal step with proximal
     weight ``1 / alpha`` and hinge weights ``gamma q_hat``, solved exactly by the part ``prox``
-    (:class:`~ocokit.algorithms._queue_common.HingeProx`); ``q`` and ``q_hat`` are
-    :func:`~ocokit.algorithms._queues.cumulative_hinge` applied once and twice. The constraint is meant
+    (`HingeProx`); ``q`` and ``q_hat`` are
+    `cumulative_hinge` applied once and twice. The constraint is meant
     to be fixed; on a time-varying problem the latest ``g_{t-1}`` is used.
 
     Parameters: ``alpha = alpha0 / T^c`` and ``gamma = gamma0 / T^{c/2}`` as printed in paper 003's
@@ -218,7 +227,8 @@ class Yi2021(AbstractQueueLearner):
     exponent sign of the [C] code and of Yi et al.'s ``gamma ~ alpha^{-1/2}`` scaling).
 
     Source: update rule **[C]** (the COLDQ authors' ``Yi 2021[26].py``, one agent); parameters **[S]**
-    (paper 003 Tables 4-5, :meth:`from_paper`); the theoretical schedule is **(unverified)**. Guarantees
+    (paper 003 Tables 4-5, [`from_paper`][ocokit.algorithms.Yi2021.from_paper]); the theoretical schedule is
+    **(unverified)**. Guarantees
     **[A]** (ICML 2021 abstract; cumulative constraint violation ``sum_t [g(x_t)]_+``): convex
     ``O(T^{max(c, 1-c)})`` static regret and ``O(T^{(1-c)/2})`` violation for ``c in (0, 1)``; strongly
     convex ``O(log T)`` for both.
@@ -227,7 +237,7 @@ class Yi2021(AbstractQueueLearner):
         alpha0: scale of ``alpha = alpha0 / T^c``, > 0.
         gamma0: scale of ``gamma`` (see ``gamma_rule``), > 0.
         c: Yi et al.'s trade-off parameter in ``(0, 1)``; paper 003 uses 0.5.
-        tol, max_iter, solver, start: the part ``prox``, as in :class:`RECOO`.
+        tol, max_iter, solver, start: the part ``prox``, as in [`RECOO`][ocokit.algorithms.RECOO].
         gamma_rule: ``"printed"`` (default: paper 003's tables as printed, ``gamma0 / T^{c/2}``) or
             ``"code"`` (``gamma0 T^{c/2}``; the [C] code uses ``alpha = 4 / sqrt(T)``,
             ``gamma = 0.5 T^{c/2}``) (static).
@@ -324,22 +334,29 @@ _DUAL_STEPS = ("gamma", "beta")
 
 
 class Yi2023(AbstractLearner):
-    """Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (IEEE TAC 2023), with one agent.
+    r"""Algorithm 1 of Yi, Li, Yang, Xie, Chai and Johansson (IEEE TAC 2023), with one agent.
 
-    Update, for ``t >= 2`` (``q_1 = 0``), first-order feedback only::
+    Update, for ``t >= 2`` (``q_1 = 0``), first-order feedback only:
 
-        s^n   = grad g_{t-1}^n(x_{t-1}) if g_{t-1}^n(x_{t-1}) > 0 else 0          (subgradient of [g]_+)
-        omega = grad f_{t-1}(x_{t-1}) + sum_n q^n s^n                            (the OLD q)
-        x_t   = Pi_X(x_{t-1} - alpha_t omega)
-        q^n  <- max{0, (1 - beta_t gamma_t) q^n + gamma_t ([g_{t-1}^n(x_{t-1})]_+ + s^n . (x_t - x_{t-1}))}
+    \[
+    \begin{aligned}
+    s^n &= \begin{cases} \nabla g_{t-1}^n(x_{t-1}) & g_{t-1}^n(x_{t-1}) > 0 \\ 0 & \text{otherwise} \end{cases}
+        && \text{(subgradient of } [g]_+\text{)} \\
+    \omega &= \nabla f_{t-1}(x_{t-1}) + \sum_n q^n s^n && \text{(the old } q\text{)} \\
+    x_t &= \Pi_{\mathcal{X}}(x_{t-1} - \alpha_t\, \omega) \\
+    q^n &\leftarrow \max\big\{ 0,\ (1 - \beta_t \gamma_t)\, q^n
+        + \gamma_t \big( [g_{t-1}^n(x_{t-1})]_+ + \langle s^n, x_t - x_{t-1} \rangle \big) \big\}
+    \end{aligned}
+    \]
 
     with ``alpha_t = alpha / t^kappa``, ``beta_t = beta / t^kappa`` and ``gamma_t = gamma / t^{1-kappa}``
     (all ``~ 1/sqrt(t)`` at ``kappa = 1/2``). The distributed algorithm's consensus average is replaced by
     the agent's own previous point. One projection per round. The dual step is
-    :func:`~ocokit.algorithms._queues.leaky_dual_ascent`.
+    `leaky_dual_ascent`.
 
     Source: update rule **[C]** (the COLDQ authors' ``Yi 2023[54].py``, one agent); parameters **[S]**
-    (paper 003 Tables 3 and 6, :meth:`from_paper`); the theoretical schedule (``alpha, beta ~ t^{-kappa}``,
+    (paper 003 Tables 3 and 6, [`from_paper`][ocokit.algorithms.Yi2023.from_paper]); the theoretical schedule (``alpha,
+    beta ~ t^{-kappa}``,
     ``gamma ~ t^{-(1-kappa)}``) is **(unverified)**.
     Guarantees **[A]** (IEEE TAC 68(5) abstract, network form): ``O(T^{max(kappa, 1-kappa)})`` static
     regret and ``O(T^{1-kappa/2})`` cumulative constraint violation; ``O(T^kappa)`` regret for strongly
@@ -352,7 +369,7 @@ class Yi2023(AbstractLearner):
         kappa: the trade-off exponent in ``(0, 1)``; paper 003's tables use ``1/2``.
         dual_step: which of ``gamma_t``, ``beta_t`` multiplies the bracket (the dual step; the other is
             the dual regulariser; their product ``beta_t gamma_t`` is the leak either way) (static).
-        start: as in :class:`RECOO`.
+        start: as in [`RECOO`][ocokit.algorithms.RECOO].
 
     Readings: paper 003 does not say which of ``gamma_t``, ``beta_t`` is the dual step. The default
     ``dual_step="gamma"`` follows Yi et al.'s naming (``gamma_t`` the dual step, ``beta_t`` the regulariser;

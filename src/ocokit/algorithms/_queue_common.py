@@ -1,14 +1,14 @@
 """The parts of the virtual-queue family of paper 003: COLDQ, COLDQ-Expert, RECOO, Yi et al. 2021 and 2023.
 
-* :class:`HingeProx`: the per-round solver part, the exact hinge-penalised proximal step of
-  :mod:`ocokit.algorithms._hinge_prox` with its options (the solver's kind ``solver``, ``tol``, ``max_iter``)
+* `HingeProx`: the per-round solver part, the exact hinge-penalised proximal step of
+  `_hinge_prox` with its options (the solver's kind ``solver``, ``tol``, ``max_iter``)
   and the starting point ``x_1`` (``start``), validated once.
-* :class:`AbstractQueueLearner`: the family's abstract class; a learner of it holds a ``prox`` part and
+* `AbstractQueueLearner`: the family's abstract class; a learner of it holds a ``prox`` part and
   plays the ``x`` of its state.
-* :class:`QueueState`: the common state, with its diagnostics.
-* :func:`start_point` and :func:`paper_table`: ``x_1`` and the lookup of a paper-003 parameter table.
+* `QueueState`: the common state, with its diagnostics.
+* `start_point` and `paper_table`: ``x_1`` and the lookup of a paper-003 parameter table.
 
-The virtual-queue updates themselves are in :mod:`ocokit.algorithms._queues`.
+The virtual-queue updates themselves are in `_queues`.
 
 References:
     J. Wang, B. Yan and Y. Liu. Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
@@ -51,21 +51,21 @@ def paper_table(tables: Mapping[int, _V], table: int) -> _V:
 class HingeProx(_checks.Checked):
     """The per-round solver of a queue learner: the exact hinge-penalised proximal step and ``x_1``.
 
-    :meth:`step` solves, for the constraint ``g`` of the round just played (paper 003, problem ``P_t`` of
+    `step` solves, for the constraint ``g`` of the round just played (paper 003, problem ``P_t`` of
     Algorithm 1, Section 4.3)::
 
         argmin_{x in X} <c, x - z> + alpha ||x - z||^2 + sum_n w_n [g_n(x)]_+
 
-    by dual projected Newton (:func:`~ocokit.algorithms._hinge_prox.hinge_prox_step`). COLDQ, COLDQ-Expert,
+    by dual projected Newton (`hinge_prox_step`). COLDQ, COLDQ-Expert,
     RECOO and Yi et al. 2021 hold one as their ``prox`` field.
 
     Args:
         tol: relative tolerance of the solve (dual KKT residual in units of ``g``), > 0; an array leaf.
         max_iter: cap on dual Newton steps per round, >= 1 (static).
         solver: how the step is solved: a solver kind
-            (:class:`~ocokit.algorithms._hinge_prox.AbstractHingeSolver`) or its name
-            (:data:`~ocokit.algorithms._hinge_prox.SOLVERS`, mapped here): ``"auto"``
-            (:class:`~ocokit.algorithms._hinge_prox.DeclaredSolver`) uses the problem's declared structure
+            (`AbstractHingeSolver`) or its name
+            (`SOLVERS`, mapped here): ``"auto"``
+            (`DeclaredSolver`) uses the problem's declared structure
             (``affine_constraints`` / ``log_capacity_constraint``) and the generic smooth solver otherwise;
             ``"affine"`` asserts ``g`` is affine.
         start: ``"origin"`` (default) plays ``x_1 = Pi_X(0)`` (``0`` in all four of paper 003's setups, as
@@ -83,7 +83,7 @@ class HingeProx(_checks.Checked):
     start: str = _checks.checked_field(_checks.among(STARTS), static=True, default="origin")
 
     def start_point(self, domain: AbstractSet) -> Array:
-        """``x_1`` in ``domain`` (see ``start``; :func:`start_point`)."""
+        """``x_1`` in ``domain`` (see ``start``; `start_point`)."""
         return start_point(domain, self.start)
 
     def step(
@@ -128,8 +128,8 @@ class QueueState(eqx.Module):
 class AbstractQueueLearner(AbstractLearner):
     """A virtual-queue learner of paper 003's family that solves a hinge-penalised proximal step per round.
 
-    Its per-round solver and starting point are the part ``prox`` (:class:`HingeProx`); its state has
-    the decision to play in ``x``, which :meth:`decide` returns. Full-information feedback: the update of
+    Its per-round solver and starting point are the part ``prox`` (`HingeProx`); its state has
+    the decision to play in ``x``, which `decide` returns. Full-information feedback: the update of
     round ``t`` uses ``grad f_t`` and the whole constraint function ``g_t``.
     """
 

@@ -3,24 +3,24 @@
 A virtual queue ``Q`` accumulates constraint violation and weighs the constraints in the primal step.
 The rules differ in how they grow, decay and are bounded:
 
-* :func:`drift_plus_penalty`: ``Q <- [Q + v]_+`` (Neely's drift-plus-penalty; Yu, Neely and Wei,
+* `drift_plus_penalty`: ``Q <- [Q + v]_+`` (Neely's drift-plus-penalty; Yu, Neely and Wei,
   NeurIPS 2017, eq. (3); OPDP's and LPM's ``dpp_queue`` rule).
-* :func:`regularised_dual_ascent`: ``lambda <- [lambda + mu (v - reg mu lambda)]_+`` (projected dual ascent
+* `regularised_dual_ascent`: ``lambda <- [lambda + mu (v - reg mu lambda)]_+`` (projected dual ascent
   on a Lagrangian with a ``reg mu / 2 ||lambda||^2`` regulariser; Mahdavi, Jin and Yang, JMLR 2012; the
   ``lagrangian`` rule of OPDP and LPM).
-* :func:`doubly_bounded`: ``Q <- max{(1 - eta) Q + [v]_+, gamma}`` (paper 003, eq. (8): COLDQ).
-* :func:`mirror_prox_queue`: ``Q <- max{-gamma g, Q + gamma g}`` (paper 004, Algorithm 1, Line 3).
-* :func:`floored_rectified`: ``Q <- max{floor, Q + scale [v]_+}`` (RECOO; Guo, Liu, Wei and Ying, NeurIPS
+* `doubly_bounded`: ``Q <- max{(1 - eta) Q + [v]_+, gamma}`` (paper 003, eq. (8): COLDQ).
+* `mirror_prox_queue`: ``Q <- max{-gamma g, Q + gamma g}`` (paper 004, Algorithm 1, Line 3).
+* `floored_rectified`: ``Q <- max{floor, Q + scale [v]_+}`` (RECOO; Guo, Liu, Wei and Ying, NeurIPS
   2022, as implemented by the COLDQ authors).
-* :func:`cumulative_hinge`: ``q <- q + gamma [v]_+`` (Yi et al., ICML 2021, Algorithm 1).
-* :func:`leaky_dual_ascent`: ``q <- [(1 - reg step) q + step v]_+`` (Yi et al., IEEE TAC 2023,
+* `cumulative_hinge`: ``q <- q + gamma [v]_+`` (Yi et al., ICML 2021, Algorithm 1).
+* `leaky_dual_ascent`: ``q <- [(1 - reg step) q + step v]_+`` (Yi et al., IEEE TAC 2023,
   Algorithm 1, one agent).
 
 Every rule is elementwise over the N constraints and keeps the arithmetic order of the learner it came
 from, so a learner using it reproduces its earlier trajectories bit for bit.
 
 The primal side of the queue-weighted (drift-plus-penalty / Lagrangian) loss, ``V f_t + sum_n Q^n h_t^n``
-with ``h_t = [g_t]_+`` or ``g_t``, is :func:`penalised_gradient` (OPDP, LPM).
+with ``h_t = [g_t]_+`` or ``g_t``, is `penalised_gradient` (OPDP, LPM).
 """
 
 from __future__ import annotations

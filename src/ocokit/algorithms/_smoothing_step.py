@@ -1,15 +1,16 @@
 """The smoothing step of paper 002: subroutine (a)'s randomised gradient step, a part of both memory learners.
 
-:class:`SmoothingStep` holds the parameters of Algorithm 1's initialisation phase (subroutine (a)): the step
+`SmoothingStep` holds the parameters of Algorithm 1's initialisation phase (subroutine (a)): the step
 ``eta_r``, the radius ``delta``, the initial condition, the smoothing law and how the window is perturbed. It
-resolves what depends on the problem (:meth:`SmoothingStep.resolve`), forms the estimate ``g_r``
-(:meth:`SmoothingStep.estimate`), sizes and takes the projected step (:meth:`SmoothingStep.step_size`,
-:meth:`SmoothingStep.step`), and lends its law and estimator to subroutine (b)
-(:meth:`SmoothingStep.directions`, :meth:`SmoothingStep.difference`). :class:`BanditOCOMemory` and
-:class:`OCOMemoryLimitedPredictions` (:mod:`ocokit.algorithms._memory_predictions`) hold one as ``smoothing``.
+resolves what depends on the problem (`resolve`), forms the estimate ``g_r``
+(`estimate`), sizes and takes the projected step (`step_size`,
+`step`), and lends its law and estimator to subroutine (b)
+(`directions`, `difference`). [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory] and
+[`OCOMemoryLimitedPredictions`][ocokit.algorithms.OCOMemoryLimitedPredictions] (`_memory_predictions`) hold one as
+``smoothing``.
 
-Every random direction is a pure function of the learner key and an absolute index (:func:`_stream`,
-:func:`_direction`), so a direction is drawn "once per (layer, index)" without being stored.
+Every random direction is a pure function of the learner key and an absolute index (`_stream`,
+`_direction`), so a direction is drawn "once per (layer, index)" without being stored.
 
 Reference (paper 002): L. Ye, Z. Wang, Z.-W. Liu, M. Chi, X. Wang, H. Su, "Online Convex Optimization with Memory
 and Limited Predictions", arXiv:2410.23574 (v1), 2024.
@@ -80,7 +81,7 @@ def _half_width(name: str, value: Any) -> None:
 
 
 def _law(name: str, value: Any) -> None:
-    """A smoothing law of :data:`ocokit.feedback.SMOOTHING_LAWS` (or an alias); its error names ``law``."""
+    """A smoothing law of `SMOOTHING_LAWS` (or an alias); its error names ``law``."""
     del name
     smoothing_law(value)
 
@@ -88,7 +89,8 @@ def _law(name: str, value: Any) -> None:
 class SmoothingStep(_checks.Checked):
     """Subroutine (a) of paper 002's Algorithm 1: a projected step along a smoothed gradient estimate.
 
-    At absolute index ``r`` (round r for :class:`BanditOCOMemory`; ``r = t + W - 1`` in Algorithm 1), with
+    At absolute index ``r`` (round r for [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory]; ``r = t + W - 1`` in
+    Algorithm 1), with
     ``w = x_{r-h+1:r}`` the window of the last h iterates and ``u_r`` a direction of the law ``law``::
 
         g_r = [l_r(w + P) - l_r(w - P)] / (2 delta) u_r     (two-point; lines 4-6, typos fixed)
@@ -105,7 +107,7 @@ class SmoothingStep(_checks.Checked):
         x0: the initial condition x0bar (history and x_1); ``nan`` = ``domain.center()``.
         half_width: truncation a of the truncated Gaussian, > 0; ``nan`` = Definition 1's
             ``(2 d^2 (2h - 1))^(-1/4)``; the experiments use 2.
-        law: smoothing law, one of :data:`ocokit.feedback.SMOOTHING_LAWS` (static; default
+        law: smoothing law, one of `SMOOTHING_LAWS` (static; default
             ``"truncated_gaussian"``, Definition 1).
         estimator: ``"two_point"`` (default), ``"one_point"`` (Sec. 5) or ``"exact"`` (static).
         init_perturb: ``"unary"`` (default: every slot of index >= 1 shifted by ``delta u_r``, fresh ``u_r``;
@@ -163,7 +165,7 @@ class SmoothingStep(_checks.Checked):
     def difference(self, values: Values, w: Array, P: Array, radius: Array, u: Array, variance: Array) -> Array:
         """The zeroth-order estimate at ``w`` along the perturbation ``P``: ``[l(w + P) - l(w - P)] / (2 radius) u``
         (two-point, one batched query) or ``l(w + P) / radius u`` (one-point), divided by ``variance``
-        (:meth:`variance`) if ``normalize_by_variance``. Subroutine (a) uses it with ``radius = delta``, (b) with
+        (`variance`) if ``normalize_by_variance``. Subroutine (a) uses it with ``radius = delta``, (b) with
         ``delta'``."""
         if self.estimator == "two_point":
             plus, minus = values(jnp.stack([w + P, w - P]))
@@ -185,7 +187,7 @@ class SmoothingStep(_checks.Checked):
         """Subroutine (a)'s ``g_r`` at the window ``w = x_{r-h+1:r}`` (absolute indices ``slots``).
 
         ``u_r`` is the direction of index r in the initialisation stream (``"fixed_trajectory"``: ``u^0``,
-        index 0 of its own stream); ``P = delta u_r`` on the :meth:`perturbed` slots. ``"exact"`` sums
+        index 0 of its own stream); ``P = delta u_r`` on the `perturbed` slots. ``"exact"`` sums
         ``gradient(w)`` over those slots instead (it needs ``gradient``).
         """
         shape = w.shape[1:]

@@ -1,12 +1,12 @@
 """Full-information TVC learners of paper 000 (Wang, Wan, Zhang, AAAI 2025): OFW-TVC and SCOFW-TVC.
 
 Both feed the gradient of the Lyapunov drift-plus-penalty surrogate of eq. (6) (formed from first-order
-feedback by :meth:`ocokit.algorithms._tvc_common.LyapunovSurrogate.full_information`) to an online Frank-Wolfe
-player under a step rule of :mod:`ocokit.algorithms._ofw_player`: OFW-TVC's is the parameter-free OFW
-(:class:`~ocokit.algorithms._ofw_player.DecayingStep`, restarted when the surrogate-gradient bound doubles),
+feedback by `full_information`) to an online Frank-Wolfe
+player under a step rule of `_ofw_player`: OFW-TVC's is the parameter-free OFW
+(`DecayingStep`, restarted when the surrogate-gradient bound doubles),
 SCOFW-TVC's the strongly convex OFW with exact line search
-(:class:`~ocokit.algorithms._ofw_player.StronglyConvexStep` with ``lam = 2 C_1``). The bandit variants BFW-TVC and
-SCBFW-TVC are in :mod:`ocokit.algorithms._bandit_tvc`.
+(`StronglyConvexStep` with ``lam = 2 C_1``). The bandit variants BFW-TVC and
+SCBFW-TVC are in `_bandit_tvc`.
 """
 
 import abc
@@ -29,7 +29,7 @@ class AbstractOFWTVC(AbstractLyapunovLearner):
 
     ``init``, ``decide`` and ``diagnostics`` (one LMO call per round, the queue) are written here once; a final
     subclass declares the surrogate's ``beta``, ``gamma``, ``lam``, ``phi``
-    (:class:`~ocokit.algorithms._tvc_common.AbstractLyapunovLearner`), its step ``rule`` and writes ``update``
+    (`AbstractLyapunovLearner`), its step ``rule`` and writes ``update``
     and the diagnostics of its own step (``step_diagnostics``).
     """
 
@@ -69,15 +69,22 @@ class _TVCState(eqx.Module):
 
 
 class OFWTVC(AbstractOFWTVC):
-    """OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 1).
+    r"""OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 1).
 
     Round t (``x_t`` played, ``Q_t``, ``tilde f_t`` from eqs. 4 and 6):
 
-        while G~_k < beta G (gamma + Phi'(beta Q_t)):  G~_{k+1} = 2 G~_k;  s_{k+1} = t;  k += 1
-        eta_k = eta / G~_k                                             (eq. 9: eta = D / (2 T^{3/4}))
-        F_{s_k:t}(x) = eta_k sum_{tau=s_k}^{t} <grad tilde f_tau(x_tau), x> + ||x - x_{s_k}||^2   (eq. 10)
-        v_t = argmin_{x in K} <grad F_{s_k:t}(x_t), x>                 (eq. 11, one LMO call)
-        x_{t+1} = x_t + min(1, 2 / sqrt(t - s_k + 1)) (v_t - x_t)      (eqs. 12-13)
+    \[
+    \begin{aligned}
+    &\textbf{while } \tilde G_k < \beta G \big(\gamma + \Phi'(\beta Q_t)\big):\quad
+        \tilde G_{k+1} = 2 \tilde G_k,\ s_{k+1} = t,\ k \leftarrow k + 1 \\
+    &\eta_k = \eta / \tilde G_k && \text{(eq. 9: } \eta = D / (2 T^{3/4})\text{)} \\
+    &F_{s_k:t}(x) = \eta_k \sum_{\tau=s_k}^{t} \big\langle \nabla \tilde f_\tau(x_\tau), x \big\rangle
+        + \|x - x_{s_k}\|^2 && \text{(eq. 10)} \\
+    &v_t = \operatorname*{arg\,min}_{x \in \mathcal{K}} \big\langle \nabla F_{s_k:t}(x_t), x \big\rangle
+        && \text{(eq. 11, one LMO call)} \\
+    &x_{t+1} = x_t + \min\Big(1, \frac{2}{\sqrt{t - s_k + 1}}\Big) (v_t - x_t) && \text{(eqs. 12-13)}
+    \end{aligned}
+    \]
 
     A restart (doubling) at round t starts the new epoch at t: the gradient sum restarts with round t's
     gradient, the regulariser is re-centred at ``x_t`` (which is kept) and the step counter restarts at 1.
@@ -94,7 +101,7 @@ class OFWTVC(AbstractOFWTVC):
         G: Lipschitz bound of f_t and g_t used by the doubling test (``> 0``; unused with
             ``doubling="observed"``).
         lam: scale of ``Phi(x) = exp(lam x) - 1`` (``> 0``, Thm 1: ``1 / (2 T^{3/4})``; unused by other phi).
-        phi: the Lyapunov function, one of :data:`PHIS` (default ``"exp"``, Thm 1).
+        phi: the Lyapunov function, one of `PHIS` (default ``"exp"``, Thm 1).
         sum_index: ``"current"`` (default, main text eq. 10: the sum includes round t) or ``"lagged"``
             (the proof of Lemma 4 and classic OFW: gradients up to t-1).
         doubling: ``"analytic"`` (default, Step 5: test ``beta G (gamma + Phi'(beta Q_t))``) or
@@ -171,17 +178,24 @@ class OFWTVC(AbstractOFWTVC):
 
 
 class SCOFWTVC(AbstractOFWTVC):
-    """SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 2).
+    r"""SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 2).
 
     Round t, with ``C_1 = gamma beta alpha_f / 2``, ``S_t = sum_{tau<=t} grad tilde f_tau(x_tau)`` and
     ``X_t = sum_{tau<=t} x_tau``:
 
-        F_t^sc(x) = sum_{tau=1}^{t} [<grad tilde f_tau(x_tau), x> + C_1 ||x - x_tau||^2]      (eq. 14)
-        v_t = argmin_{x in K} <S_t + 2 C_1 (t x_t - X_t), x>                              (eq. 15)
-        sigma_t = argmin_{sigma in [0, 1]} F_t^sc(x_t + sigma (v_t - x_t))   (eq. 16; Hessian 2 C_1 t I)
-        x_{t+1} = x_t + sigma_t (v_t - x_t)                                               (eq. 17)
+    \[
+    \begin{aligned}
+    F_t^{sc}(x) &= \sum_{\tau=1}^{t} \Big[ \big\langle \nabla \tilde f_\tau(x_\tau), x \big\rangle
+        + C_1 \|x - x_\tau\|^2 \Big] && \text{(eq. 14)} \\
+    v_t &= \operatorname*{arg\,min}_{x \in \mathcal{K}} \big\langle S_t + 2 C_1 (t\, x_t - X_t), x \big\rangle
+        && \text{(eq. 15)} \\
+    \sigma_t &= \operatorname*{arg\,min}_{\sigma \in [0, 1]} F_t^{sc}\big(x_t + \sigma (v_t - x_t)\big)
+        && \text{(eq. 16; Hessian } 2 C_1 t I\text{)} \\
+    x_{t+1} &= x_t + \sigma_t (v_t - x_t) && \text{(eq. 17)}
+    \end{aligned}
+    \]
 
-    This is SC-OFW's step (:class:`~ocokit.algorithms._ofw_player.StronglyConvexStep`, ``lam = 2 C_1``), which divides
+    This is SC-OFW's step (`StronglyConvexStep`, ``lam = 2 C_1``), which divides
     ``F_t^sc`` by t (running means of the gradients and iterates): same ``v_t`` and ``sigma_t``.
 
     Source: Wang, Wan and Zhang, Algorithm 2, eqs. (14)-(17) (eq. 17 prints ``sigma_{s_k,t}``, a typo for the
@@ -227,7 +241,7 @@ class SCOFWTVC(AbstractOFWTVC):
         """Theorem 2 of 000: ``gamma = G/(G + alpha_f D)``, ``Phi = x^2 + x``, beta of eq. (40) or statement.
 
         ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``,
-        ``D`` and ``overrides`` as in :meth:`OFWTVC.from_theory`.
+        ``D`` and ``overrides`` as in [`OFWTVC.from_theory`][ocokit.algorithms.OFWTVC.from_theory].
         """
         _checks.one_of("theory", theory, THEORIES)
         info, who, T = info.giving(overrides), f"{cls.__name__}.from_theory", info.horizon

@@ -1,12 +1,12 @@
 """The queue and the Lyapunov surrogate shared by the TVC family of paper 000 (Wang, Wan and Zhang, eqs. 4-6).
 
-All four learners (:mod:`ocokit.algorithms._tvc`, :mod:`ocokit.algorithms._bandit_tvc`) run a Frank-Wolfe
+All four learners (`_tvc`, `_bandit_tvc`) run a Frank-Wolfe
 method on the Lyapunov drift-plus-penalty surrogate (eq. 6 of 000)
 
     tilde f_t(x) = gamma beta f_t(x) + Phi'(beta Q_t) beta g_t^+(x),    Q_t = Q_{t-1} + g_t^+(x_t)   (eq. 4),
 
-written once here (:func:`lyapunov_prime`, :func:`queue_step`, the part :class:`LyapunovSurrogate`), with the
-doubling of the surrogate-gradient bound (:func:`double_until`) and the theory constants. Several
+written once here (`lyapunov_prime`, `queue_step`, the part `LyapunovSurrogate`), with the
+doubling of the surrogate-gradient bound (`double_until`) and the theory constants. Several
 constraint functions are reduced to ``g_t = max_n g_t^n`` (the paper treats one scalar ``g_t``; the maximum
 is convex and as Lipschitz as its parts), so ``Q_t`` is the CCV of that maximum. The surrogate is Sinha and
 Vaze's (NeurIPS 2024), whose learner :class:`~ocokit.algorithms.SinhaVaze` uses the same part, with one queue
@@ -35,7 +35,7 @@ _BOUND_CAP = 1e300
 
 
 def lyapunov_prime(phi: str, x: Any, lam: Any = 1.0) -> Array:
-    """``Phi'(x)`` for the Lyapunov function ``phi`` (one of :data:`PHIS`; ``lam`` scales ``"exp"``).
+    """``Phi'(x)`` for the Lyapunov function ``phi`` (one of `PHIS`; ``lam`` scales ``"exp"``).
 
     ``exp``: ``lam exp(lam x)`` with the exponent capped at 600 (finite for any queue);
     ``square_plus_linear``: ``2x + 1``; ``square``: ``2x``; ``linear``: ``1``.
@@ -88,7 +88,7 @@ class LyapunovSurrogate(eqx.Module):
         beta: queue scale ``> 0``.
         gamma: loss weight ``> 0``.
         lam: scale of ``Phi = exp(lam x) - 1`` (``> 0`` when ``phi="exp"``, unused otherwise).
-        phi: the Lyapunov function, one of :data:`PHIS` (static).
+        phi: the Lyapunov function, one of `PHIS` (static).
     """
 
     beta: Any
@@ -132,10 +132,10 @@ class LyapunovSurrogate(eqx.Module):
 
 class AbstractLyapunovLearner(AbstractLearner):
     """A TVC learner of paper 000: it declares ``beta``, ``gamma``, ``lam`` and ``phi``, and its surrogate part
-    ``lyapunov`` (:class:`LyapunovSurrogate`, eq. 6) is built from them here, once (which checks them).
+    ``lyapunov`` (`LyapunovSurrogate`, eq. 6) is built from them here, once (which checks them).
 
-    ``from_theory`` reads ``G`` (:func:`lipschitz_bound`) and ``D = diameter(K)``, and each constant of a
-    subclass's ``theory_reads`` may be given to it by name (:meth:`~ocokit.algorithms.AbstractLearner.build`).
+    ``from_theory`` reads ``G`` (`lipschitz_bound`) and ``D = diameter(K)``, and each constant of a
+    subclass's ``theory_reads`` may be given to it by name ([`build`][ocokit.algorithms.AbstractLearner.build]).
     """
 
     beta: eqx.AbstractVar[Float[Array, ""]]
@@ -163,7 +163,7 @@ def double_until(G_tilde: Array, bound: Array) -> Array:
 
 
 def restart_if_doubled(G_tilde: Array, bound: Array) -> tuple[Array, Array]:
-    """``(G~_new, restart)``: :func:`double_until` and whether it doubled (a new epoch starts now)."""
+    """``(G~_new, restart)``: `double_until` and whether it doubled (a new epoch starts now)."""
     new = double_until(G_tilde, bound)
     return new, new > G_tilde
 
@@ -179,7 +179,8 @@ THEORIES = ("proof", "statement")
 def lipschitz_bound(info: ProblemInfo, who: str) -> float:
     """``G``: the common Lipschitz bound of f_t and g_t (Assumption 2), ``max(grad_bound, constraint_grad_bound)``.
 
-    Each constant is read through :meth:`ProblemInfo.require`; ``constraint_grad_bound`` only when there are
+    Each constant is read through [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require];
+    ``constraint_grad_bound`` only when there are
     constraints.
     """
     G = info.require("grad_bound", who)

@@ -1,13 +1,16 @@
 """Running learners against problems: one compiled ``lax.scan`` per run, ``vmap`` for sweeps.
 
-:func:`run` plays T rounds of the online game inside a single ``jax.lax.scan`` and returns a
-:class:`~ocokit.Trajectory` of per-round quantities. :func:`sweep` vmaps the same compiled code over seeds and over
-a batch of learners (a hyperparameter grid made with :func:`stack`), in chunks of bounded memory. :func:`comparators`
-computes the comparators' losses of some seeds once, for every learner. :class:`Session` steps one round at a time
+[`run`][ocokit.run] plays T rounds of the online game inside a single ``jax.lax.scan`` and returns a
+[`Trajectory`][ocokit.Trajectory] of per-round quantities. [`sweep`][ocokit.sweep] vmaps the same compiled code over
+seeds and over
+a batch of learners (a hyperparameter grid made with [`stack`][ocokit.stack]), in chunks of bounded memory.
+[`comparators`][ocokit.comparators]
+computes the comparators' losses of some seeds once, for every learner. [`Session`][ocokit.Session] steps one round at a
+time
 against a live stream.
 
 Randomness: a run's key is split into an environment key (round data, via ``fold_in(env_key, t)``) and a learner
-key (:func:`split_key`). Runs given the same key face identical rounds, whatever the learner (common random
+key (`split_key`). Runs given the same key face identical rounds, whatever the learner (common random
 numbers); round t's data depends on the environment key and t only, never on T or on how rounds are drawn.
 
 Every program is compiled with XLA's defaults unless the caller passes ``compiler_options``: the Python API, the

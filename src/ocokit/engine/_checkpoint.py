@@ -1,18 +1,18 @@
-"""A :class:`~ocokit.Session`'s checkpoint file: its whole state on disk, written atomically, read back checked.
+"""A [`Session`][ocokit.Session]'s checkpoint file: its whole state on disk, written atomically, read back checked.
 
 The file is one line of JSON, the header, then the carried state's leaves as equinox writes them
-(:func:`equinox.tree_serialise_leaves`: one ``.npy`` record per array, never a pickle)::
+(`tree_serialise_leaves`: one ``.npy`` record per array, never a pickle)::
 
     {"format": "ocokit-session-checkpoint-1", "versions": {...}, "learner": {...}, "problem": {...},
      "horizon": T, "key": {...}, "round": t, "payload": {"bytes": n, "sha256": "..."}}\\n
     <n bytes of leaves>
 
 The header records the versions of ocokit, jax and equinox that wrote it, the learner's and the problem's class and
-:func:`~ocokit.fingerprints.fingerprint` (every number, static field and function of their configuration), the
+`fingerprint` (every number, static field and function of their configuration), the
 horizon, the session's key and the round index; the payload's length and SHA-256 make a truncated or damaged file a
 one-line error rather than a wrong state. A checkpoint is written to a temporary file of a name only ocokit writes
-(:func:`~ocokit.results.temporary_name`) in the same folder, flushed to disk and renamed over the old one
-(:func:`~ocokit.results.atomic_write_bytes`), then the folder is flushed: a process killed at any moment leaves the
+(`temporary_name`) in the same folder, flushed to disk and renamed over the old one
+(`atomic_write_bytes`), then the folder is flushed: a process killed at any moment leaves the
 previous checkpoint or the new one, whole, and at most a temporary that the next restore removes.
 """
 
@@ -37,7 +37,7 @@ from ocokit import results
 from ocokit.fingerprints import fingerprint, library_versions
 
 FORMAT = "ocokit-session-checkpoint-1"
-"""The format of the files :func:`write` writes; another one is refused by :func:`read`."""
+"""The format of the files `write` writes; another one is refused by `read`."""
 
 _MAX_HEADER = 1 << 20  # bytes: a header is a few hundred; a file whose first line is longer is not a checkpoint
 
@@ -91,7 +91,7 @@ def encode_key(key: jax.Array) -> dict[str, Any]:
 
 
 def decode_key(encoded: dict[str, Any]) -> jax.Array:
-    """The key :func:`encode_key` wrote."""
+    """The key `encode_key` wrote."""
     if encoded.get("impl") is None:
         return jnp.asarray(np.asarray(encoded["data"], dtype=encoded["dtype"]))
     return jax.random.wrap_key_data(jnp.asarray(np.asarray(encoded["data"], dtype=np.uint32)), impl=encoded["impl"])
@@ -118,14 +118,14 @@ def write(path: Path, config: dict[str, Any], round_: int, carry: Any) -> None:
 def sweep(path: Path) -> None:
     """Remove the temporaries of ``path`` that killed writers left beside it: only files named as ocokit names its
     temporaries of this file, only those of a dead process of this host or older than
-    :data:`~ocokit.results.STALE_SECONDS` (another host's)."""
+    `STALE_SECONDS` (another host's)."""
     results.remove_dead_temporaries(Path(path).parent, Path(path).name)
 
 
 def read(path: Path) -> Checkpoint:
     """The checkpoint at ``path``, checked whole (format, header, length and SHA-256 of the leaves), or one line
     naming the file and what is wrong with it; first the temporaries that killed writers left beside it are removed
-    (:func:`sweep`)."""
+    (`sweep`)."""
     path = Path(path)
     sweep(path)
     try:
@@ -193,7 +193,7 @@ def _save_leaf(f: Any, leaf: Any) -> None:
 
 
 def _load_leaf(f: Any, like: Any) -> Any:
-    """The leaf :func:`_save_leaf` wrote, as ``like`` is: the same shape, dtype, weak type and key type."""
+    """The leaf `_save_leaf` wrote, as ``like`` is: the same shape, dtype, weak type and key type."""
     value = np.load(f, allow_pickle=False)
     if jax.dtypes.issubdtype(like.dtype, jax.dtypes.prng_key):
         want_shape, want_dtype = jax.random.key_data(like).shape, np.dtype(np.uint32)

@@ -59,9 +59,10 @@ def comparators(
 ) -> dict[str, Array]:
     """The comparators' per-round losses of S seeds' games, without playing any learner.
 
-    What :func:`~ocokit.run` and :func:`~ocokit.sweep` compute with ``comparators=True`` (they depend on the seed
+    What [`run`][ocokit.run] and [`sweep`][ocokit.sweep] compute with ``comparators=True`` (they depend on the seed
     only): compute them once with this function, run every learner with ``comparators=False``, and attach them
-    with :func:`with_comparators`. An experiment comparing several learners on costly comparators (a QP per round)
+    with [`with_comparators`][ocokit.with_comparators]. An experiment comparing several learners on costly comparators
+    (a QP per round)
     saves all but one of those solves.
 
     Args:
@@ -92,7 +93,7 @@ def comparators(
 
 
 def with_comparators(traj: Trajectory, env: Mapping[str, Any]) -> Trajectory:
-    """``traj`` with the comparator losses of :func:`comparators` (broadcast over any grid axis)."""
+    """``traj`` with the comparator losses of [`comparators`][ocokit.comparators] (broadcast over any grid axis)."""
     unknown = set(env) - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown comparator entries {sorted(unknown)}; expected some of {FIELDS}")

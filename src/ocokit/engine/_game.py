@@ -1,5 +1,7 @@
-"""The game: one learner against one problem for T rounds in one compiled ``lax.scan`` (:func:`run`), vmapped over
-seeds and over a grid of learners (:func:`sweep`, :func:`stack`), and the report of a run that stops being finite.
+"""The game: one learner against one problem for T rounds in one compiled ``lax.scan`` ([`run`][ocokit.run]), vmapped
+over
+seeds and over a grid of learners ([`sweep`][ocokit.sweep], [`stack`][ocokit.stack]), and the report of a run that stops
+being finite.
 """
 
 from __future__ import annotations
@@ -66,10 +68,10 @@ def _run(
     record_decisions: bool,
     comparators: bool = True,
 ) -> Trajectory:
-    """One game of T rounds of one learner, its rounds drawn by :func:`~ocokit.engine._rounds.scan_rounds`.
+    """One game of T rounds of one learner, its rounds drawn by `scan_rounds`.
 
     The round body holds the game's arithmetic and little else: the non-finite bookkeeping is done once on
-    the records after the scan (:func:`first_bad`).
+    the records after the scan (`first_bad`).
     """
     env_key, learner_key = split_key(key)
     info = ProblemInfo.of(problem, T)
@@ -115,8 +117,8 @@ def _run(
 
 
 def _run_grid(learner: AbstractLearner, *game: Any) -> Trajectory:
-    """A whole stacked grid of learners playing the same game: :func:`_run` vmapped over the grid axis
-    (``game``: the rest of :func:`_run`'s arguments, passed through).
+    """A whole stacked grid of learners playing the same game: `_run` vmapped over the grid axis
+    (``game``: the rest of `_run`'s arguments, passed through).
 
     Only what depends on a learner is batched: ``vmap`` leaves the environment's work (drawing the round
     data, the comparators) unbatched, so it is done once per round and shared by the grid, and it keeps
@@ -128,7 +130,7 @@ def _run_grid(learner: AbstractLearner, *game: Any) -> Trajectory:
 
 
 def raise_if_bad(traj: Trajectory, label: str = "") -> None:
-    """:class:`~ocokit.NonFiniteError` naming the first bad round (and run of a batch) of ``traj``, if any."""
+    """[`NonFiniteError`][ocokit.NonFiniteError] naming the first bad round (and run of a batch) of ``traj``, if any."""
     rounds = np.asarray(traj.first_bad_round).reshape(-1)
     whats = np.asarray(traj.bad_quantity).reshape(-1)
     bad = np.flatnonzero(rounds >= 0)
@@ -155,21 +157,21 @@ def run(
     """Play ``T`` rounds of ``learner`` against ``problem`` in one compiled ``lax.scan``.
 
     Args:
-        learner: any :class:`~ocokit.algorithms.AbstractLearner`.
-        problem: any :class:`~ocokit.problems.AbstractProblem`.
+        learner: any [`AbstractLearner`][ocokit.algorithms.AbstractLearner].
+        problem: any [`AbstractProblem`][ocokit.problems.AbstractProblem].
         T: number of rounds, ``>= 1`` (static: a new T compiles anew).
         key: a PRNG key or an integer seed; the same key gives the same rounds to every learner.
         record_decisions: also return every decision ``x_t`` (memory ``T * dim``).
         comparators: compute the best fixed point and the per-round optimum (``comparator_loss``,
             ``optimum_loss``: static and dynamic regret). ``False`` skips that work, which for problems
             whose comparators are solved numerically can cost more than the learner itself.
-        throw: raise :class:`~ocokit.NonFiniteError` naming the round if anything becomes non-finite; with
+        throw: raise [`NonFiniteError`][ocokit.NonFiniteError] naming the round if anything becomes non-finite; with
             ``False`` the trajectory is returned and ``first_bad_round`` tells.
         compiler_options: XLA options of the compiled program, e.g. ``{"xla_cpu_use_fusion_emitters": False}``
             (default: XLA's own; ocokit sets none).
 
     Returns:
-        The :class:`~ocokit.Trajectory`.
+        The [`Trajectory`][ocokit.Trajectory].
 
     Example:
         >>> import jax.numpy as jnp, ocokit
@@ -190,7 +192,7 @@ def run(
 
 
 def stack(learners: Sequence[AbstractLearner]) -> AbstractLearner:
-    """One learner whose array leaves carry a leading batch axis: a hyperparameter grid for :func:`sweep`.
+    """One learner whose array leaves carry a leading batch axis: a hyperparameter grid for [`sweep`][ocokit.sweep].
 
     All learners must be of the same class with the same static fields (only numeric values differ).
     """
@@ -231,17 +233,17 @@ def sweep(
     expensive.
 
     Args:
-        learner: a learner, or with ``batched_learner=True`` a stack of B learners (:func:`stack`).
+        learner: a learner, or with ``batched_learner=True`` a stack of B learners ([`stack`][ocokit.stack]).
         problem: the problem (shared by all runs).
         T: number of rounds.
         keys: S seeds: an int (seeds ``0..S-1``), a list of ints, or a batch of PRNG keys.
         batched_learner: whether ``learner`` carries a leading grid axis of size B.
         chunk_size: about this many runs (seeds times grid points, at least one seed) are vmapped at once
             (bounded memory); the last chunk is padded to the same size so nothing recompiles.
-        record_decisions, comparators, throw, compiler_options: as in :func:`run`.
+        record_decisions, comparators, throw, compiler_options: as in [`run`][ocokit.run].
 
     Returns:
-        A :class:`~ocokit.Trajectory` with leading axes ``(S, ...)``, or ``(B, S, ...)`` for a batched learner.
+        A [`Trajectory`][ocokit.Trajectory] with leading axes ``(S, ...)``, or ``(B, S, ...)`` for a batched learner.
         Run ``(b, s)`` uses seed ``s``: every grid point faces the same rounds.
     """
     T = _checks.horizon(T)

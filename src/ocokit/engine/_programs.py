@@ -46,7 +46,7 @@ def key_chunks(keys: PRNGKeyArray, size: int) -> list[tuple[PRNGKeyArray, int]]:
 
 
 def in_chunks(fn: Callable, keys: PRNGKeyArray, size: int) -> Any:
-    """``fn`` on the keys in chunks of ``size`` (:func:`key_chunks`), its outputs concatenated over the keys and
+    """``fn`` on the keys in chunks of ``size`` (`key_chunks`), its outputs concatenated over the keys and
     trimmed to their number."""
     pieces = [jax.tree.map(lambda a, k=keep: a[:k], fn(chunk)) for chunk, keep in key_chunks(keys, size)]
     return pieces[0] if len(pieces) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)

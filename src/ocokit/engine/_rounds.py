@@ -2,7 +2,7 @@
 
 Randomness: a run's key is split into an environment key (round data, via ``fold_in(env_key, t)``) and a
 learner key. Runs given the same key face identical rounds, whatever the learner (common random numbers).
-A long run draws its rounds in blocks (the per-round draw vmapped over B rounds; :func:`scan_rounds`), with
+A long run draws its rounds in blocks (the per-round draw vmapped over B rounds; `scan_rounds`), with
 the same numbers: round t's data depends on the environment key and t only, never on T or B.
 """
 
@@ -54,10 +54,10 @@ def initial_history(problem: AbstractProblem, x0: Array, h: int) -> Array | None
 def blocks(problem: AbstractProblem, episode, env_key: PRNGKeyArray, T: int) -> tuple[int, int]:
     """How a run of T rounds is cut into blocks: ``(number of blocks, rounds per block B)``.
 
-    B is at most :data:`BLOCK_ROUNDS` rounds and :data:`BLOCK_BYTES` bytes of round data (from shapes only,
+    B is at most `BLOCK_ROUNDS` rounds and `BLOCK_BYTES` bytes of round data (from shapes only,
     ``jax.eval_shape``), then evened out over the blocks, so the rounds past T that pad the last block are fewer
     than the number of blocks (under 1/B of the run; a run of T <= B rounds is one exact block). A run shorter
-    than :data:`BLOCK_FROM_T` rounds is T blocks of one round. The numbers never depend on B: round t's data
+    than `BLOCK_FROM_T` rounds is T blocks of one round. The numbers never depend on B: round t's data
     is drawn from ``(env_key, t)`` alone.
     """
     if T < BLOCK_FROM_T:
@@ -77,8 +77,8 @@ def scan_rounds(problem: AbstractProblem, episode, env_key: PRNGKeyArray, T: int
     """Rounds 1..T: ``play(carry, (data, t)) -> (carry, out)`` in order, and ``environment(data)`` (the
     comparator losses: they depend on the round alone); returns their per-round records, ``(T, ...)`` each.
 
-    An outer scan over blocks of B rounds (:func:`blocks`): each block draws its rounds at once, vectorised
-    (:func:`~ocokit.problems._base.rounds_at`: the per-round draw's numbers, whatever T and B), plays them in an
+    An outer scan over blocks of B rounds (`blocks`): each block draws its rounds at once, vectorised
+    (`rounds_at`: the per-round draw's numbers, whatever T and B), plays them in an
     inner scan and computes ``environment`` vmapped over the block (a batch of per-round optima). Rounds past T
     in the last block are played, never reported. With B = 1, one plain scan that draws each round in its body.
     """

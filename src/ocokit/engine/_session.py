@@ -25,28 +25,31 @@ from ocokit.problems._base import AbstractProblem
 from ocokit.trajectory import QUANTITIES, NonFiniteError
 
 DUPLICATES = ("error", "ignore")
-"""What a :class:`Session` does with a round index already observed: refuse it, or skip it."""
+"""What a [`Session`][ocokit.Session] does with a round index already observed: refuse it, or skip it."""
 
 
 class Session:
     """Step a learner one round at a time against a live stream (deployment, interactive use).
 
     ``decide()`` returns the decision to play; ``observe(data)`` takes that round's data in the format
-    of ``problem.round_data`` (for :class:`~ocokit.problems.CustomProblem`, one entry of its data),
+    of ``problem.round_data`` (for [`CustomProblem`][ocokit.problems.CustomProblem], one entry of its data),
     evaluates loss and constraints at the played point and updates the learner; ``observe_many(datas)``
     absorbs a burst of rounds (each leaf stacked on a leading axis) at once. A non-finite loss, constraint
-    value or decision raises :class:`~ocokit.NonFiniteError` naming the round (the state has then absorbed it).
+    value or decision raises [`NonFiniteError`][ocokit.NonFiniteError] naming the round (the state has then absorbed
+    it).
     Round data of another structure or shape than the problem's rounds is refused in one line naming the leaf.
 
     A round is one compiled call: the loss, the constraints, the feedback, the update and the next decision, its
     carried state donated to the call (updated in place). The programs are compiled once per learner and problem
     structure and shared by every session of that structure (their numbers are arguments); the same numbers as
-    :func:`~ocokit.run` over the same rounds (to rounding: a round compiled alone may round the last bit of a
+    [`run`][ocokit.run] over the same rounds (to rounding: a round compiled alone may round the last bit of a
     float apart from the same round inside ``run``'s scan).
 
-    **Checkpoints.** :meth:`save` writes the session's whole state (the learner's state, the carried history of a
+    **Checkpoints.** [`save`][ocokit.Session.save] writes the session's whole state (the learner's state, the carried
+    history of a
     problem with memory, the next decision, the rounds played ``t``, the key) to one file, atomically: a process
-    killed at any moment leaves the previous checkpoint or the new one, never half of one. :meth:`restore` continues
+    killed at any moment leaves the previous checkpoint or the new one, never half of one.
+    [`restore`][ocokit.Session.restore] continues
     from it, and so does a session made with ``checkpoint=path`` when the file exists, which also saves every
     ``every`` rounds on its own. The file records the ocokit, jax and equinox versions and a fingerprint of the
     learner's and the problem's configuration: restoring into another learner, problem, horizon, key or ocokit
@@ -61,15 +64,15 @@ class Session:
     if none). Without an index, data is taken as the next round.
 
     Args:
-        learner: any :class:`~ocokit.algorithms.AbstractLearner`.
-        problem: any :class:`~ocokit.problems.AbstractProblem`.
+        learner: any [`AbstractLearner`][ocokit.algorithms.AbstractLearner].
+        problem: any [`AbstractProblem`][ocokit.problems.AbstractProblem].
         horizon: the horizon ``T`` the learner is told (its theory parameters may use it), ``>= 1``.
-        key: a PRNG key or an integer seed, split as :func:`~ocokit.run` splits it (:func:`~ocokit.engine.split_key`).
+        key: a PRNG key or an integer seed, split as [`run`][ocokit.run] splits it (`split_key`).
         checkpoint: a file to resume from when it exists, and to save to every ``every`` rounds.
         every: with ``checkpoint``, save after each call that leaves ``every`` or more rounds unsaved (a burst
             is saved once, at its end); ``>= 1``, default 1 (every round).
         duplicates: ``"error"`` (default) or ``"ignore"``: what a round index already observed does.
-        compiler_options: XLA options of the compiled rounds, as in :func:`~ocokit.run`.
+        compiler_options: XLA options of the compiled rounds, as in [`run`][ocokit.run].
 
     Example:
         >>> import ocokit
@@ -151,7 +154,7 @@ class Session:
         duplicates: str = "error",
         compiler_options: Mapping[str, Any] | None = None,
     ) -> Session:
-        """The session saved at ``path`` (:meth:`save`), continuing from the round it had played.
+        """The session saved at ``path`` ([`save`][ocokit.Session.save]), continuing from the round it had played.
 
         Args:
             path: the checkpoint file.
@@ -367,7 +370,7 @@ def _play(game, carry) -> tuple[Any, Array]:
 
 
 def _play_many(game, carry) -> tuple[Any, Array]:
-    """:func:`_play` over a burst of rounds (``game``'s data stacked on a leading axis), in one ``lax.scan``."""
+    """`_play` over a burst of rounds (``game``'s data stacked on a leading axis), in one ``lax.scan``."""
     learner, problem, datas = game
     return jax.lax.scan(lambda c, data: _play((learner, problem, data), c), carry, datas)
 

@@ -55,14 +55,22 @@ class AbstractProblem(eqx.Module):
     documented default (never found by attribute sniffing):
 
     * ``constraint_structure`` (``"general"``, ``"affine"`` or ``"log_capacity"``) with
-      :meth:`affine_constraints` / :meth:`log_capacity_constraint`: the structure of ``g_t`` that per-round
+      [`affine_constraints`][ocokit.problems.AbstractProblem.affine_constraints] /
+      [`log_capacity_constraint`][ocokit.problems.AbstractProblem.log_capacity_constraint]: the structure of ``g_t``
+      that per-round
       solvers exploit (COLDQ's hinge-proximal step).
-    * :meth:`memory`, :meth:`initial_history`: costs with memory of the last ``h`` decisions.
-    * :meth:`prediction`, :meth:`prediction_lookahead`: the model ``l_k`` of round k's cost a simulator
+    * [`memory`][ocokit.problems.AbstractProblem.memory],
+      [`initial_history`][ocokit.problems.AbstractProblem.initial_history]: costs with memory of the last ``h``
+      decisions.
+    * [`prediction`][ocokit.problems.AbstractProblem.prediction],
+      [`prediction_lookahead`][ocokit.problems.AbstractProblem.prediction_lookahead]: the model ``l_k`` of round k's
+      cost a simulator
       predicts and how far ahead it answers (paper 002).
-    * :meth:`constants`: known constants for theory-driven learner defaults.
-    * Comparators: :meth:`best_fixed` (the best fixed point feasible for every round, for static regret)
-      and :meth:`round_optimum` (the per-round constrained optimum, for dynamic regret). The default
+    * [`constants`][ocokit.problems.AbstractProblem.constants]: known constants for theory-driven learner defaults.
+    * Comparators: [`best_fixed`][ocokit.problems.AbstractProblem.best_fixed] (the best fixed point feasible for every
+      round, for static regret)
+      and [`round_optimum`][ocokit.problems.AbstractProblem.round_optimum] (the per-round constrained optimum, for
+      dynamic regret). The default
       returns ``None``, and the matching regret is then not reported.
     """
 
@@ -70,7 +78,8 @@ class AbstractProblem(eqx.Module):
 
     constraint_structure: ClassVar[str] = "general"
     """The declared structure of ``g_t``: ``"affine"`` (``g_t(x) = A_t x - b_t``, see
-    :meth:`affine_constraints`), ``"log_capacity"`` (see :meth:`log_capacity_constraint`) or ``"general"``
+    [`affine_constraints`][ocokit.problems.AbstractProblem.affine_constraints]), ``"log_capacity"`` (see
+    [`log_capacity_constraint`][ocokit.problems.AbstractProblem.log_capacity_constraint]) or ``"general"``
     (smooth convex, nothing more known; the default)."""
 
     @property
@@ -152,16 +161,17 @@ class AbstractProblem(eqx.Module):
 
 
 def round_at(problem: AbstractProblem, episode: Any, env_key: PRNGKeyArray, t: Int[Array, ""]) -> Any:
-    """Round ``t``'s data as every run draws it: :meth:`AbstractProblem.round_data` with the key
+    """Round ``t``'s data as every run draws it:
+    [`AbstractProblem.round_data`][ocokit.problems.AbstractProblem.round_data] with the key
     ``fold_in(env_key, t)``, a pure function of the environment key and t (common random numbers)."""
     return problem.round_data(episode, jax.random.fold_in(env_key, t), t)
 
 
 def rounds_at(problem: AbstractProblem, episode: Any, env_key: PRNGKeyArray, ts: Int[Array, " B"]) -> Any:
-    """:func:`round_at` of the rounds ``ts``, stacked on a leading axis: one vectorised draw, the same numbers."""
+    """`round_at` of the rounds ``ts``, stacked on a leading axis: one vectorised draw, the same numbers."""
     return jax.vmap(lambda t: round_at(problem, episode, env_key, t))(ts)
 
 
 def all_rounds(problem: AbstractProblem, episode: Any, env_key: PRNGKeyArray, T: int) -> Any:
-    """Round data of every round ``1..T`` stacked on a leading axis (for offline comparators): :func:`rounds_at`."""
+    """Round data of every round ``1..T`` stacked on a leading axis (for offline comparators): `rounds_at`."""
     return rounds_at(problem, episode, env_key, jnp.arange(1, T + 1, dtype=jnp.int32))

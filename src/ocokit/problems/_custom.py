@@ -29,7 +29,8 @@ class CustomProblem(AbstractProblem):
         constraints: ``constraints(data, x) -> (N,)``; omit for an unconstrained problem.
         data: per-round data stacked along a leading axis.
         sampler: ``sampler(key, t) -> data`` for a random environment.
-        constants: known constants (:class:`ProblemConstants`) for theory-driven learner parameters.
+        constants: known constants ([`ProblemConstants`][ocokit.problems.ProblemConstants]) for theory-driven learner
+            parameters.
         constraint_structure: ``"auto"`` (default) declares ``"affine"`` when the constraints' Jacobian provably
             does not depend on x (its traced computation reads no x: exact, never a numerical guess; a
             piecewise-linear ``max`` is not affine), else ``"general"``; or give ``"affine"`` / ``"general"``.

@@ -7,9 +7,11 @@ constraints ``g_k(x) <= 0``. The paper never defines ``f^0``; ocokit takes ``gra
 t = 1 term. The paper is theory only, with no experiments; these two problems are ocokit's, built so that V_* is
 computable exactly and set by one ``drift`` knob:
 
-* :class:`DriftingQuadratic`: ``f^t(x) = 1/2 ||x - b_t||^2`` on a Euclidean ball with one linear and one
+* [`DriftingQuadratic`][ocokit.problems.DriftingQuadratic]: ``f^t(x) = 1/2 ||x - b_t||^2`` on a Euclidean ball with one
+  linear and one
   quadratic constraint (ocokit's sanity check: V_* is exact because ``grad f^t - grad f^{t-1} = b_{t-1} - b_t``).
-* :class:`DriftingAllocation`: linear allocation costs ``<l_t, x>`` on the probability simplex with a
+* [`DriftingAllocation`][ocokit.problems.DriftingAllocation]: linear allocation costs ``<l_t, x>`` on the probability
+  simplex with a
   budget constraint ``<c, x> <= B``.
 
 In both, the round-t parameter is ``mean + scale (sqrt(1 - drift) u + sqrt(drift) eps_t)`` with ``u`` drawn
@@ -53,7 +55,8 @@ def dykstra_projection(point: Array, projections, iterations: int = 20000) -> Ar
     ``projections`` are the sets' own projections (closed forms); cycling through them with Dykstra's
     correction increments converges to the projection onto the intersection (Boyle and Dykstra 1986),
     linearly when the intersection has an interior point. Pure and jit/vmap safe (a ``fori_loop`` of
-    fixed length); the offline comparator of :class:`DriftingQuadratic` (Qiu and Wei's regret, eq. 1, compares
+    fixed length); the offline comparator of [`DriftingQuadratic`][ocokit.problems.DriftingQuadratic] (Qiu and Wei's
+    regret, eq. 1, compares
     with the best point of the feasible set X, not of ``X_0``).
     """
 
@@ -94,9 +97,9 @@ def _unit(dim: int, i: int) -> Array:
 class AbstractDriftingProblem(AbstractProblem):
     """A problem of this module: fixed known constraints, and a round-t parameter drifting around its mean ``m``.
 
-    Round t's parameter is ``m + scale (sqrt(1 - drift) u + sqrt(drift) eps_t)`` (:meth:`drifted`), with ``u``
-    the episode (drawn once per run, :meth:`episode`) and ``eps_t`` drawn from round t's key. A concrete
-    problem declares ``domain``, ``drift``, ``scale``, the mean ``m`` (:meth:`drift_mean`) and
+    Round t's parameter is ``m + scale (sqrt(1 - drift) u + sqrt(drift) eps_t)`` (`drifted`), with ``u``
+    the episode (drawn once per run, `episode`) and ``eps_t`` drawn from round t's key. A concrete
+    problem declares ``domain``, ``drift``, ``scale``, the mean ``m`` (`drift_mean`) and
     ``fixed_constraints``; the constraints of every round are those.
     """
 
@@ -144,9 +147,10 @@ class DriftingQuadratic(AbstractDriftingProblem):
 
     both active at the comparator for typical runs (``m`` violates both). Slater point ``x = 0`` with slack
     ``min{0.3, 0.64 - 0.16} = 0.3``. Gradual variation (eq. 4, ``grad f^0 = 0``):
-    ``V_*(T) = (radius + ||b_1||)^2 + sum_{t>=2} ||b_t - b_{t-1}||^2`` (:meth:`gradient_variation`).
+    ``V_*(T) = (radius + ||b_1||)^2 + sum_{t>=2} ||b_t - b_{t-1}||^2``
+    ([`gradient_variation`][ocokit.problems.DriftingQuadratic.gradient_variation]).
     ``best_fixed`` is ``Pi_X(mean_t b_t)``, the projection onto ``X_0`` and both constraints (the comparator
-    of Qiu and Wei's eq. 1 lies in X), by :func:`dykstra_projection` (objective error below 1e-10 against
+    of Qiu and Wei's eq. 1 lies in X), by `dykstra_projection` (objective error below 1e-10 against
     CLARABEL in the tests).
 
     Args:
@@ -200,7 +204,7 @@ class DriftingQuadratic(AbstractDriftingProblem):
         return jnp.stack([jnp.dot(self.normal, x) - self.level, quadratic])
 
     def targets(self, episode: Any, env_key: Any, T: int) -> Float[Array, "T d"]:
-        """``b_1, ..., b_T`` of a run (:meth:`parameters`)."""
+        """``b_1, ..., b_T`` of a run (`parameters`)."""
         return self.parameters(episode, env_key, T)
 
     def gradient_variation(self, episode: Any, env_key: Any, T: int) -> Float[Array, ""]:
@@ -262,7 +266,8 @@ class DriftingAllocation(AbstractDriftingProblem):
         g(x) = <c, x> - budget <= 0
 
     binds (a portfolio-style trade-off). Slater point ``e_1`` with slack ``budget``. The gradual variation
-    in l_inf (Algorithm 2's ``V_inf``) or l2 is exact (:meth:`gradient_variation`), and ``best_fixed``
+    in l_inf (Algorithm 2's ``V_inf``) or l2 is exact
+    ([`gradient_variation`][ocokit.problems.DriftingAllocation.gradient_variation]), and ``best_fixed``
     solves the linear program over ``Delta_d`` and the budget exactly, by enumerating its vertices
     (options alone, or two options mixed to spend the budget exactly), O(d^2).
 
@@ -310,7 +315,7 @@ class DriftingAllocation(AbstractDriftingProblem):
         return jnp.reshape(jnp.dot(self.price, x) - self.budget, (1,))
 
     def costs(self, episode: Any, env_key: Any, T: int) -> Float[Array, "T d"]:
-        """``l_1, ..., l_T`` of a run (:meth:`parameters`)."""
+        """``l_1, ..., l_T`` of a run (`parameters`)."""
         return self.parameters(episode, env_key, T)
 
     def gradient_variation(self, episode: Any, env_key: Any, T: int, norm: str = "linf") -> Float[Array, ""]:

@@ -55,15 +55,19 @@ class JobScheduling(AbstractProblem):
     The logarithm is natural (with ``log10`` the capacity ``100 h(1000) ~ 1441 < 2500`` would make every
     slot infeasible). ``[g_t(x_t)]_+`` is the number of delayed jobs. Prices come from a ``(slots, R)``
     matrix (5-minute rows; round t reads row ``(t - 1) % slots``): build it with
-    :meth:`from_electricity_prices` (real hourly prices of 10 regions, each hour held over 12 slots; the
-    stand-in for the paper's NYISO data), :meth:`from_nyiso` (a NYISO real-time 5-minute zonal export, the
-    paper's source), or :meth:`synthetic` (a clearly labelled diurnal curve plus noise; ``price_source``
+    [`from_electricity_prices`][ocokit.problems.JobScheduling.from_electricity_prices] (real hourly prices of 10
+    regions, each hour held over 12 slots; the
+    stand-in for the paper's NYISO data), [`from_nyiso`][ocokit.problems.JobScheduling.from_nyiso] (a NYISO real-time
+    5-minute zonal export, the
+    paper's source), or [`synthetic`][ocokit.problems.JobScheduling.synthetic] (a clearly labelled diurnal curve plus
+    noise; ``price_source``
     says which).
 
     Comparators (water-filling, exact up to a 100-step bisection on the multiplier): ``round_optimum``
     solves ``min <c_t, x>`` s.t. ``sum_i h(x_i) >= lambda_t``, ``x in K``; ``best_fixed`` the same with
     ``sum_t c_t`` and ``max_t lambda_t`` (one fixed allocation feasible in every slot).
-    :meth:`log_capacity_constraint` exposes the structure of ``g_t`` to the per-round solvers of COLDQ
+    [`log_capacity_constraint`][ocokit.problems.JobScheduling.log_capacity_constraint] exposes the structure of ``g_t``
+    to the per-round solvers of COLDQ
     and RECOO.
 
     Args:
@@ -139,7 +143,8 @@ class JobScheduling(AbstractProblem):
         num_slots: int = 2880,
         **kwargs,
     ) -> JobScheduling:
-        """Real hourly prices (:func:`ocokit.datasets.load_electricity_prices`), one region per region.
+        """Real hourly prices ([`ocokit.datasets.load_electricity_prices`][ocokit.datasets.load_electricity_prices]),
+        one region per region.
 
         Hours ``start_hour, start_hour + 1, ...`` (default 2023-05-01 00:00 UTC, as the paper's May 1-10
         window; wrapping around the year) are each held over 12 five-minute slots, giving ``num_slots``
@@ -148,7 +153,7 @@ class JobScheduling(AbstractProblem):
 
         Raises:
             FileNotFoundError: no data location was given (``path`` is None and ``$OCOKIT_DATA`` unset),
-                so a caller may fall back to :meth:`synthetic`.
+                so a caller may fall back to [`synthetic`][ocokit.problems.JobScheduling.synthetic].
             ValueError: a location was given but a file is missing there, malformed (naming the file and
                 line) or short of the window's hours (naming the file and the hours it lacks).
         """
@@ -176,7 +181,8 @@ class JobScheduling(AbstractProblem):
         num_slots: int | None = None,
         **kwargs,
     ) -> JobScheduling:
-        """A NYISO real-time 5-minute zonal LBMP export (:func:`ocokit.datasets.load_nyiso_5min`).
+        """A NYISO real-time 5-minute zonal LBMP export
+        ([`ocokit.datasets.load_nyiso_5min`][ocokit.datasets.load_nyiso_5min]).
 
         One region per zone (the paper used 10 New York zones, 2017-05-01 to 05-10: 2880 slots);
         ``num_slots`` keeps the first rows.
@@ -258,7 +264,7 @@ class JobScheduling(AbstractProblem):
         """``(d, s, r)`` with ``g_t(x) = d - sum_i s ln(1 + r x_i)``: ``(lambda_t, a, b)``.
 
         The structure the exact per-round solver of COLDQ / RECOO uses
-        (:func:`ocokit.algorithms._hinge_prox.solve_log_capacity`).
+        (`solve_log_capacity`).
         """
         return data["lam"], self.capacity_scale, self.capacity_rate
 

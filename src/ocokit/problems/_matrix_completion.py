@@ -20,7 +20,8 @@ from ocokit.sets import NuclearNormBall
 SAMPLINGS = ("all", "entry", "minibatch")
 """Which observed entries enter round t's loss: all of O (default), one sampled entry, or a sampled mini-batch."""
 CONSTANT_RULES = ("data", "worst_case")
-"""How :class:`OnlineMatrixCompletion` computes its constants: measured on the instance, or bounds from rho."""
+"""How [`OnlineMatrixCompletion`][ocokit.problems.OnlineMatrixCompletion] computes its constants: measured on the
+instance, or bounds from rho."""
 
 
 def synthetic_low_rank_ratings(
@@ -44,7 +45,8 @@ def synthetic_low_rank_ratings(
     without replacement.
 
     Returns:
-        A :class:`ocokit.datasets.Ratings` (``source = "synthetic"``), usable wherever a loaded dataset is.
+        A [`ocokit.datasets.Ratings`][ocokit.datasets.Ratings] (``source = "synthetic"``), usable wherever a loaded
+        dataset is.
     """
     for name, v in (("m", m), ("n", n), ("rank", rank)):
         _checks.positive_int(name, v)
@@ -105,17 +107,19 @@ class OnlineMatrixCompletion(AbstractProblem):
     giving alpha_f, and the experiments use alpha_f = 1, the curvature along the observed entries.
 
     Args:
-        ratings: the observed entries (:func:`ocokit.datasets.load_movielens`, ``load_filmtrust`` or
-            :func:`synthetic_low_rank_ratings`).
+        ratings: the observed entries ([`ocokit.datasets.load_movielens`][ocokit.datasets.load_movielens],
+            ``load_filmtrust`` or
+            [`synthetic_low_rank_ratings`][ocokit.problems.synthetic_low_rank_ratings]).
         radius: rho, the trace-norm radius (paper: ``10^4``).
-        sampling: one of :data:`SAMPLINGS` (default ``"all"``).
+        sampling: one of `SAMPLINGS` (default ``"all"``).
         constants: ``"data"`` (default) or ``"worst_case"``, see above.
         batch_size: entries per round for ``"minibatch"`` (``>= 1``).
         lmo_tol, lmo_max_iter: tolerance and step cap of the set's warm-started Lanczos LMO.
 
     Attributes:
         observed: with ``sampling="all"``, the m x n matrix holding M on O and NaN elsewhere, from which the
-            loss's gradient is one elementwise expression (:meth:`loss`); ``None`` otherwise. It is built from
+            loss's gradient is one elementwise expression ([`loss`][ocokit.problems.OnlineMatrixCompletion.loss]);
+            ``None`` otherwise. It is built from
             ``users``, ``items`` and ``ratings`` here: a copy with other ratings must be constructed anew.
 
     Example:
@@ -242,7 +246,7 @@ class OnlineMatrixCompletion(AbstractProblem):
         """``f_t(X) = sum_{(i,j) in O_t} (X_ij - M_ij)^2 / 2``, summed in the order of the observed entries.
 
         With ``sampling="all"`` its derivative is the elementwise ``where((i, j) in O, X - M, 0)``
-        (:func:`_observed_squares`): the same numbers as differentiating the sum over O, which scatters the
+        (`_observed_squares`): the same numbers as differentiating the sum over O, which scatters the
         residuals into a zero matrix, in one pass that XLA fuses into the learner's own (the gradient sums).
         """
         if self.sampling == "all":

@@ -3,7 +3,8 @@
 The cost of round t depends on the window ``x_{t-h+1:t}`` of the last h decisions (the engine passes it,
 oldest first, with shape ``(h, d)``), histories before round 1 are a fixed initial condition
 (``initial_history``), and a model ``l_k`` of each round's cost (``prediction``) is what a simulator returns
-to a learner with ``PREDICTIONS`` feedback (:class:`ocokit.feedback.Predictions`). The offline optimum of the
+to a learner with ``PREDICTIONS`` feedback ([`ocokit.feedback.Predictions`][ocokit.feedback.Predictions]). The offline
+optimum of the
 whole horizon is computed once per run, so the engine's dynamic regret is exactly paper 002's eq. (3).
 
 Reference: L. Ye, Z. Wang, Z.-W. Liu, M. Chi, X. Wang, H. Su, "Online Convex Optimization with Memory and Limited
@@ -65,7 +66,7 @@ class QuadraticWithMemory(AbstractProblem):
         f_t(x_{t-h+1:t}) = 1/2 w^T A_t w + B_t^T w,        C_T(x) = sum_{t=1}^T f_t(x_{t-h+1:t})   (eq. 1)
 
     ``(A_t, B_t)`` come from ``sampler(key_t, t)`` with ``key_t = fold_in(env_key, t)``; the default is
-    :func:`random_quadratic` (``A_t`` with eigenvalues uniform in ``[mu, beta]``, so every f_t is
+    `random_quadratic` (``A_t`` with eigenvalues uniform in ``[mu, beta]``, so every f_t is
     ``beta``-smooth and ``mu``-strongly convex on ``R^{hd}``: Assumption 1(a, b); ``B_t`` uniform in
     ``[-b_scale, b_scale]^{hd}``). The paper (Sec. 5) only says "randomly generate positive definite A_t and
     B_t" (B_t is a vector); this generator is ocokit's reading, with ``[mu, beta] = [5, 10]`` consistent with

@@ -58,7 +58,7 @@ class OnlineLinear(AbstractProblem):
     ``round_optimum = lmo(theta_t)``.
 
     Args:
-        domain: the decision set K (any :class:`~ocokit.sets.AbstractSet`).
+        domain: the decision set K (any [`AbstractSet`][ocokit.sets.AbstractSet]).
         drift: norm of the mean cost, >= 0.
         noise: radius of the per-round perturbation, >= 0; ``drift + noise > 0``.
 

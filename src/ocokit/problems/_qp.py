@@ -1,8 +1,8 @@
 """Online quadratic and linear programming with fixed linear constraints (paper 003, Section 6.2, Figs. 2-3).
 
-Also home of :func:`solve_qp`, the small dense convex-QP solver (primal-dual interior point) that the
+Also home of `solve_qp`, the small dense convex-QP solver (primal-dual interior point) that the
 paper-003 problems use for their comparators (per-round constrained optimum, best fixed point), inside
-the compiled run, and :func:`polygon_qp`, the exact planar version used by the QP and LP.
+the compiled run, and `polygon_qp`, the exact planar version used by the QP and LP.
 
 Reference: J. Wang, B. Yan and Y. Liu, "Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
 Dynamics of Both Loss and Constraint", AAAI 2025 (paper 003), Section 6.2 and Appendix L.
@@ -145,7 +145,7 @@ def _box_rows(lower: Array, upper: Array) -> tuple[Array, Array]:
 
 
 def solve_box_qp(P, q, A, b, lower, upper, **kwargs) -> Array:
-    """``argmin 1/2 x'Px + q'x`` s.t. ``A x <= b`` and ``lower <= x <= upper`` (:func:`solve_qp`)."""
+    """``argmin 1/2 x'Px + q'x`` s.t. ``A x <= b`` and ``lower <= x <= upper`` (`solve_qp`)."""
     Gb, hb = _box_rows(lower, upper)
     x, _ = solve_qp(P, q, jnp.concatenate([A, Gb]), jnp.concatenate([b, hb]), **kwargs)
     return jnp.clip(x, lower, upper)
@@ -277,7 +277,7 @@ class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
     ``A`` (entries ``U(0.1, 0.5)``, 3 x 2) and ``b`` (``U(0, 0.3)``) are drawn once per episode; ``0`` is
     always feasible. Comparators: ``round_optimum`` (a 2-variable QP per round) and ``best_fixed`` (the
     QP of the aggregated loss ``T ||x||^2 + 18 <sum_t theta_t, x>``), both exact by
-    :func:`polygon_qp` (enumeration of the polygon's candidate points).
+    `polygon_qp` (enumeration of the polygon's candidate points).
 
     Args:
         horizon: the T the constants (gradient bound) are computed for (the paper's 5000); the run's
@@ -316,12 +316,13 @@ class OnlineLinearProgram(_AbstractFixedConstraintProgram):
     """Online linear programming under fixed linear constraints (paper 003, Section 6.2, Fig. 3).
 
     ``f_t(x) = <theta_t, x>`` with the ``theta_t`` schedule, ``A``, ``b`` and ``K = [0, 1]^2`` of
-    :class:`OnlineQuadraticProgram` ("rest unchanged"). The per-round optimum is an LP whose minimiser may
+    [`OnlineQuadraticProgram`][ocokit.problems.OnlineQuadraticProgram] ("rest unchanged"). The per-round optimum is an
+    LP whose minimiser may
     be a face; its value ``f_t(x_t*)`` is unique (the interior-point solver returns a point of that face).
 
     Args:
         horizon: the T the constants are computed for (default 5000).
-        positive_windows: as in :class:`OnlineQuadraticProgram`.
+        positive_windows: as in [`OnlineQuadraticProgram`][ocokit.problems.OnlineQuadraticProgram].
 
     Example:
         >>> import jax, ocokit

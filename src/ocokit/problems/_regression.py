@@ -30,9 +30,9 @@ class TimeVaryingRegression(AbstractProblem):
     feasible, so the constraints bind. Defaults are the paper's: dim = 10, rows = 4, N = 2, upper = 5.
 
     Comparators: ``round_optimum`` solves ``min 1/2 ||H_t x - y_t||^2`` s.t. ``A_t x <= b_t``, ``x in K``
-    inside the compiled scan (a ``dim``-variable QP, :func:`~ocokit.problems._qp.solve_qp`); ``best_fixed``
+    inside the compiled scan (a ``dim``-variable QP, `solve_qp`); ``best_fixed``
     solves the aggregated QP ``min 1/2 x'(sum_t H_t'H_t)x - (sum_t H_t'y_t)'x`` subject to all ``T N``
-    constraints ``A_t x <= b_t`` and the box, once per run (also by :func:`~ocokit.problems._qp.solve_qp`).
+    constraints ``A_t x <= b_t`` and the box, once per run (also by `solve_qp`).
     Since ``H_t'H_t`` has rank ``rows < dim``, the per-round minimiser may not be unique; its value is.
 
     Args:

@@ -1,4 +1,5 @@
-"""Decision sets with linear minimisation oracles, projections and geometry (see :class:`AbstractSet`)."""
+"""Decision sets with linear minimisation oracles, projections and geometry (see
+[`AbstractSet`][ocokit.sets.AbstractSet])."""
 
 from ocokit.sets._balls import L1Ball as L1Ball
 from ocokit.sets._balls import L2Ball as L2Ball

@@ -1,4 +1,5 @@
-"""Origin-centred norm balls: :class:`L2Ball`, :class:`L1Ball` and :class:`LpBall` (``1 < p < inf``)."""
+"""Origin-centred norm balls: [`L2Ball`][ocokit.sets.L2Ball], [`L1Ball`][ocokit.sets.L1Ball] and
+[`LpBall`][ocokit.sets.LpBall] (``1 < p < inf``)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _check_scale(s: Any) -> None:
 def _project_l1(x: Array, r: Array) -> Array:
     """Euclidean projection onto ``{||x||_1 <= r}`` by the sort-based simplex projection of ``|x|``.
 
-    Uses :func:`~ocokit.sets._base.simplex_projection` (not optax's ``projection_l1_ball``, whose ``lax.cond``
+    Uses `simplex_projection` (not optax's ``projection_l1_ball``, whose ``lax.cond``
     fails on float32 input with x64 enabled: optax's simplex step promotes to float64).
     """
     on_sphere = jnp.sign(x) * simplex_projection(jnp.abs(x), r)
@@ -229,8 +230,10 @@ class LpBall(_AbstractNormBall):
     Geometry: ``diameter = 2 radius d^max(0, 1/2 - 1/p)``, ``inner_radius = radius d^min(0, 1/2 - 1/p)``,
     ``center = 0``. For ``p in (1, 2]`` K is an ``alpha_K``-strongly convex set w.r.t. l2 (paper 001,
     Def. 3 and the example after it, citing Garber and Hazan 2015, Cor. 1) with
-    ``alpha_K = (p - 1) d^(1/2 - 1/p) / radius`` (:attr:`strong_convexity`); for ``p > 2`` the boundary
-    is flat at ``± radius e_i`` and K is not strongly convex (:attr:`strong_convexity` is 0).
+    ``alpha_K = (p - 1) d^(1/2 - 1/p) / radius`` ([`strong_convexity`][ocokit.sets.LpBall.strong_convexity]); for ``p >
+    2`` the boundary
+    is flat at ``± radius e_i`` and K is not strongly convex ([`strong_convexity`][ocokit.sets.LpBall.strong_convexity]
+    is 0).
 
     Args:
         dim: the dimension d (static, ``>= 1``).

@@ -44,10 +44,12 @@ class NuclearNormBall(AbstractSet):
     ``<G, V> = -radius sigma_1(G)``. The pair comes from a restarted Lanczos iteration on ``G^T G``
     (matrix-vector products with G and G^T only, no SVD; full reorthogonalisation in a Krylov basis of
     ``krylov_dim`` vectors, restarted from the top Ritz vector), started from the previous call's right
-    singular vector (:meth:`warm_lmo`) or from a fixed deterministic dense unit vector (:meth:`lmo`, and
-    :meth:`lmo_init`). A zero direction gives ``radius e_0 e_0^T``. The state (``lmo_init`` /
+    singular vector (`warm_lmo`) or from a fixed deterministic dense unit vector (`lmo`, and
+    [`lmo_init`][ocokit.sets.NuclearNormBall.lmo_init]). A zero direction gives ``radius e_0 e_0^T``. The state
+    (``lmo_init`` /
     ``warm_lmo``) holds that vector and the step count; learners carry it in their own state. Cost per
-    call: one pass over G for ``max|G_ij|``, then k Lanczos steps, k = :meth:`lmo_calls`, each one product
+    call: one pass over G for ``max|G_ij|``, then k Lanczos steps, k =
+        [`lmo_calls`][ocokit.sets.NuclearNormBall.lmo_calls], each one product
     ``y = G q`` and one ``y^T G`` (O(m n) each, both streaming G row by row) plus O((m + n) krylov_dim) for
     reorthogonalisation and a ``krylov_dim``-square tridiagonal eigensolve. ``G v_1`` comes from the
     products already taken (no further pass), and the vertex is returned as the rank-one product
@@ -143,7 +145,7 @@ class NuclearNormBall(AbstractSet):
         return _NuclearLMOState(_cold_vector(self.n, self.radius.dtype), jnp.asarray(0, jnp.int32))
 
     def lmo_calls(self, state: _NuclearLMOState) -> Int[Array, ""]:
-        """Lanczos steps (products with ``G^T G``) spent by the last :meth:`warm_lmo` call."""
+        """Lanczos steps (products with ``G^T G``) spent by the last `warm_lmo` call."""
         return state.iterations
 
     def lmo(self, direction: Float[Array, "m n"]) -> Float[Array, "m n"]:

@@ -24,7 +24,7 @@ class Simplex(AbstractSet):
       dimensional; the corner ``0`` is a vertex).
 
     ``offset`` (a scalar ``o``, default 0) shifts every coordinate: ``K = {x >= o, sum (x - o) = r}`` (or
-    ``<= r``). It exists so that :meth:`scaled` stays a ``Simplex``: ``center + s (K - center)`` is the
+    ``<= r``). It exists so that `scaled` stays a ``Simplex``: ``center + s (K - center)`` is the
     simplex of radius ``s r`` shifted to ``o + (1 - s) (center - o)``.
 
     lmo: ``o + r e_i`` at ``i = argmin_j d_j`` (lowest index on ties, so a zero direction gives
