@@ -419,6 +419,14 @@ def experiments_index(registered: list) -> str:
     return "\n".join(lines) + "\n"
 
 
+def reproductions_page() -> str:
+    """The Reproductions page: the README's reproduction table (one source), with the docs' own title."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Reproductions") :].split("\n## ", 1)[0]
+    body = section.split("\n", 1)[1].replace("](docs/", "](")
+    return "# Reproductions\n" + body + "\nWhere a claim does not hold, the experiment's page says what we found.\n"
+
+
 def citing_page() -> str:
     """The Citing page: ocokit's own entry, then every paper's BibTeX, from ``ocokit.papers`` (one source)."""
     from ocokit import __version__
@@ -565,6 +573,7 @@ def on_files(files: Files, config) -> Files:
     pages |= {f"experiments/{e.name}.md": experiment_page(e, classes) for e in registered}
     pages |= {api_path(m): api_page(m, classes) for m in api_modules()}
     pages["citing.md"] = citing_page()
+    pages["reproductions.md"] = reproductions_page()
     for path, content in pages.items():
         files.append(File.generated(config, path, content=content))
     import mathjax

@@ -1,12 +1,15 @@
 """Experiments declared as data, and their registry.
 
-An :class:`Experiment` declares its name, paper, typed :class:`Option` s, algorithms, claims and a study
-``study(experiment, ctx) -> Outcome`` (:mod:`ocokit.studies`: a :class:`~ocokit.studies.Comparison` of algorithms
-x seeds, or a :class:`~ocokit.studies.Sweep` over a grid). :meth:`Experiment.run` parses the options once, lets
-the study compute its missing runs through the store (:mod:`ocokit.store`: resumed, units on an executor), draws
+An [`Experiment`][ocokit.experiments.Experiment] declares its name, paper, typed [`Option`][ocokit.experiments.Option]
+s, algorithms, claims and a study
+``study(experiment, ctx) -> Outcome`` (`studies`: a [`Comparison`][ocokit.experiments.Comparison] of algorithms
+x seeds, or a [`Sweep`][ocokit.experiments.Sweep] over a grid). [`Experiment.run`][ocokit.experiments.Experiment.run]
+parses the options once, lets
+the study compute its missing runs through the store (`store`: resumed, units on an executor), draws
 the figures, checks the claims and writes ``summary.json`` (with T, seeds, options, the data folder and the
-provenance: :meth:`Experiment.plot` redraws from disk, computing nothing). The paper modules of
-:mod:`ocokit.experiments` declare their experiments with it.
+provenance: [`Experiment.plot`][ocokit.experiments.Experiment.plot] redraws from disk, computing nothing). The paper
+modules of
+[`ocokit.experiments`][ocokit.experiments] declare their experiments with it.
 """
 
 from __future__ import annotations
@@ -186,7 +189,8 @@ class Experiment:
     default_seeds: int = 20
     needs_data: bool = False
     tuning: Any = None
-    """Its grid search (an :class:`ocokit.tuning.Tuning`; ``ocokit tune`` records it), or ``None``."""
+    """Its grid search (an [`ocokit.tuning.Tuning`][ocokit.experiments.Tuning]; ``ocokit tune`` records it), or
+    ``None``."""
 
     def __post_init__(self):
         self.algorithms, self.options, self.claims = tuple(self.algorithms), tuple(self.options), tuple(self.claims)
@@ -217,7 +221,7 @@ class Experiment:
     ) -> Report:
         """Run (skipping runs stored in ``out``), write ``out/summary.json`` and the figures.
 
-        ``executor`` (default :class:`ocokit.executors.Local`) computes the missing runs, e.g.
+        ``executor`` (default [`ocokit.executors.Local`][ocokit.executors.Local]) computes the missing runs, e.g.
         ``ocokit.executors.Ray(address="auto")`` on a cluster; the driver stores every run. A stored run is
         reused only if made by the same ocokit, jax and equinox versions, unless ``reuse_across_versions``.
         ``out`` must be a folder this process can write in (or one it can create): checked before computing.

@@ -81,7 +81,7 @@ def squared_violation(traj: Trajectory) -> np.ndarray:
     """``sum_{s<=t} sum_n [g_s^n(x_s)]_+^2``: the cumulative squared violation (no cancellation across rounds).
 
     The violation that J. Yuan and A. Lamperski, "Online convex optimization for cumulative constraints",
-    NeurIPS 2018, bound (:class:`~ocokit.algorithms.YuanLamperski`); squared per constraint, then summed over
+    NeurIPS 2018, bound ([`YuanLamperski`][ocokit.algorithms.YuanLamperski]); squared per constraint, then summed over
     the constraints and the rounds (spec baselines.md §0.2).
     """
     return np.cumsum((np.maximum(_np(traj.constraints), 0.0) ** 2).sum(axis=-1), axis=-1)

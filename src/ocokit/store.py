@@ -1,7 +1,9 @@
-"""The store of an experiment's runs: :class:`Context`, one run of a study, asks it for runs by configuration.
+"""The store of an experiment's runs: [`Context`][ocokit.experiments.Context], one run of a study, asks it for runs by
+configuration.
 
-Each run is one Parquet file keyed by the content of its configuration (:mod:`ocokit.results`); the missing ones
-are computed in units on an executor (:mod:`ocokit.executors`: in process, or on a Ray cluster) and stored as
+Each run is one Parquet file keyed by the content of its configuration (`results`); the missing ones
+are computed in units on an executor ([`ocokit.executors`][ocokit.executors]: in process, or on a Ray cluster) and
+stored as
 each unit completes, so an interrupted command keeps every finished unit and a re-run resumes.
 """
 
@@ -44,7 +46,7 @@ class Context:
     skipped: int = 0
 
     def path(self, label: str, config: Mapping[str, Any]) -> Path:
-        """Where the run of ``config`` under ``label`` is stored, or will be (:func:`ocokit.results.run_path`)."""
+        """Where the run of ``config`` under ``label`` is stored, or will be (`run_path`)."""
         return run_path(self.out, self.experiment.name, label, config, reuse_across_versions=self.reuse_across_versions)
 
     def cells(
@@ -63,8 +65,9 @@ class Context:
         before it counts as done: a file that cannot be read whole (truncated, damaged, short of rows), or that holds
         another run than its name promises (its stored key, T, seed or algorithm: a warning naming it), counts as
         missing and is recomputed, its file replaced atomically (read only, ``compute=False``: an error naming it).
-        A run computed now is returned as its file reads back (what :func:`save_records` returns), without
-        reading the file. ``paths`` (key -> :meth:`path`) spares computing the paths again when the caller has.
+        A run computed now is returned as its file reads back (what `save_records` returns), without
+        reading the file. ``paths`` (key -> [`path`][ocokit.experiments.Context.path]) spares computing the paths again
+        when the caller has.
         """
         name = self.experiment.name
         paths = {k: self.path(label, c) for k, c in configs.items()} if paths is None else dict(paths)

@@ -1,7 +1,10 @@
-"""The two studies an experiment declares: :class:`Comparison` (algorithms x seeds on one problem) and
-:class:`Sweep` (algorithms x seeds over a grid of cells: a horizon, a variation, a dimension, a window).
+"""The two studies an experiment declares: [`Comparison`][ocokit.experiments.Comparison] (algorithms x seeds on one
+problem) and
+[`Sweep`][ocokit.experiments.Sweep] (algorithms x seeds over a grid of cells: a horizon, a variation, a dimension, a
+window).
 
-A study is ``study(experiment, ctx) -> Outcome``: it asks the store (:meth:`ocokit.store.Context.cells`) for the
+A study is ``study(experiment, ctx) -> Outcome``: it asks the store
+([`ocokit.store.Context.cells`][ocokit.experiments.Context.cells]) for the
 runs it needs, which computes the missing ones on the executor, and turns the stored records into the summary
 and the figures. Every seed ``s`` plays the same rounds whatever the algorithm (common random numbers).
 """
@@ -23,6 +26,7 @@ from ocokit import _checks, metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 from ocokit.engine import Trajectory, comparators, split_key, stack, sweep, with_comparators
 from ocokit.harness import Algorithm, Experiment, Figure, Outcome, Summary, select
+from ocokit.papers import cite
 from ocokit.problems._base import round_at
 from ocokit.store import Context
 
@@ -68,12 +72,13 @@ def _per_run(fn, problem, T, keys, *args):
 class Comparison:
     """The algorithms x seeds study: every algorithm on ``make_problem(T, data_dir, options)``, S seeds.
 
-    Each seed's comparators are computed once, for all the algorithms (:func:`ocokit.comparators`), when the first
+    Each seed's comparators are computed once, for all the algorithms ([`ocokit.comparators`][ocokit.comparators]), when
+    the first
     unit that lacks them asks; a unit computed in another process (Ray) computes its own seeds'.
 
     Args:
         make_problem: the problem, from the horizon, the data folder and the parsed options.
-        panels: metrics of :data:`ocokit.metrics.ROUND_METRICS` drawn, one panel each; ``logy``: log axes.
+        panels: metrics of `ROUND_METRICS` drawn, one panel each; ``logy``: log axes.
         make_algorithms: ``(ctx, problem) -> algorithms`` when they depend on options (default: the
             experiment's, filtered by the option ``algorithms`` if declared).
         describe: ``problem -> dict`` written to ``summary.json`` under ``"problem"``.
@@ -120,14 +125,15 @@ class Comparison:
             summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
             seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
             summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
-        title = f"{exp.title} ({exp.paper}, T = {T})"
+        title = f"{exp.title} ({cite(exp.paper)}, T = {T})"
         figure = Figure(curves, panels=self.panels, kwargs={"title": title, "logy": self.logy})
         return Outcome(summary, [figure], {"problem": self.describe(problem)})
 
 
 class _SeedComparators:
-    """Each seed's comparator losses (:func:`ocokit.comparators`), computed once for all the algorithms of a
-    :class:`Comparison`, in chunks of ``chunk_size`` seeds, and kept on the host."""
+    """Each seed's comparator losses ([`ocokit.comparators`][ocokit.comparators]), computed once for all the algorithms
+    of a
+    [`Comparison`][ocokit.experiments.Comparison], in chunks of ``chunk_size`` seeds, and kept on the host."""
 
     def __init__(self, problem: Any, T: int, chunk_size: int):
         self.problem, self.T, self.chunk_size = problem, T, chunk_size
@@ -155,7 +161,8 @@ class Cell:
 
 @dataclasses.dataclass(frozen=True)
 class Runs:
-    """One algorithm's runs of one cell, on the host, one row per seed: what a :class:`Sweep`'s ``measure`` reads.
+    """One algorithm's runs of one cell, on the host, one row per seed: what a [`Sweep`][ocokit.experiments.Sweep]'s
+    ``measure`` reads.
 
     ``loss`` ``(S, T)``, ``constraints`` ``(S, T, N)``, ``diagnostics`` ``{name: (S, T, ...)}``,
     ``comparator_loss`` ``(S, T)`` (the loss of the best fixed point of these T rounds) and ``optimum_loss``
@@ -193,7 +200,8 @@ def regret_and_violation(runs: Runs) -> dict[str, np.ndarray]:
 class Fit:
     """The growth exponent of a measure's ``stat`` (over seeds) against the cells' ``x`` on ``axis``.
 
-    Log-log (:func:`ocokit.metrics.growth_exponent`) or, ``log=False``, linear (:func:`ocokit.metrics.linear_fit`),
+    Log-log ([`ocokit.metrics.growth_exponent`][ocokit.metrics.growth_exponent]) or, ``log=False``, linear
+    ([`ocokit.metrics.linear_fit`][ocokit.metrics.linear_fit]),
     over the cells with ``x > above``; ``entry[f"{measure}_exponent_{axis}"]`` (``_slope_`` when linear) is
     ``{"mean": slope, "std": its standard error, "r2": R^2}``, left out when fewer than three cells qualify or a
     log-log fit meets a value <= 0 (a claim reading it then reports "not measured").
@@ -228,8 +236,9 @@ class Plot:
     band over seeds) against ``x(cells' x)`` on that axis, one curve per algorithm not in ``hide`` (a fourth entry,
     a tuple of labels, draws only those).
 
-    ``title`` and the panel titles are formatted with ``exp``, ``seeds``, ``T`` (the axis's first cell's horizon)
-    and ``o`` (the parsed options); ``kwargs`` go to :func:`ocokit.plotting.band_figure`.
+    ``title`` and the panel titles are formatted with ``exp``, ``paper`` (its paper by name,
+    [`cite`][ocokit.papers.cite]), ``seeds``, ``T`` (the axis's first cell's horizon) and ``o`` (the parsed
+    options); ``kwargs`` go to `band_figure`.
     """
 
     suffix: str
@@ -246,14 +255,16 @@ class Sweep:
     """The study over a grid: every algorithm plays every cell of ``grid(ctx)`` on its seeds, declared as data.
 
     Each (algorithm, cell) is one stored run (a row per seed) holding the columns of ``measure(runs)`` (default
-    :func:`regret_and_violation`), computed where the run is played. The summary entry of an algorithm holds, per
+    `regret_and_violation`), computed where the run is played. The summary entry of an algorithm holds, per
     measure and axis, the cells' ``x`` and the per-cell statistics over seeds of the finite values
-    (:func:`ocokit.metrics.quartiles`: mean, std, median, quartiles; ``max``; ``runs`` and ``finite``
-    counts), and each :class:`Fit`. Claims read that entry; each :class:`Plot` draws panels from it.
+    ([`ocokit.metrics.quartiles`][ocokit.metrics.quartiles]: mean, std, median, quartiles; ``max``; ``runs`` and
+    ``finite``
+    counts), and each [`Fit`][ocokit.experiments.Fit]. Claims read that entry; each [`Plot`][ocokit.experiments.Plot]
+    draws panels from it.
 
     Args:
         grid: the cells, from the run's context (sizes and options).
-        measure: ``runs -> {name: (S,) values}`` (:class:`Runs`).
+        measure: ``runs -> {name: (S,) values}`` ([`Runs`][ocokit.experiments.Runs]).
         learner: ``(algorithm, cell, ctx) -> learner``, ``None`` to leave the cell out for that algorithm
             (default: ``algorithm.make(ProblemInfo.of(cell.problem, cell.T))``).
         seeds: ``(algorithm, cell, ctx) -> seed ids`` (default ``range(ctx.seeds)``).
@@ -264,7 +275,7 @@ class Sweep:
             One compilation per axis instead of one per cell.
         comparators: compute each cell's best fixed point in hindsight (``Runs.comparator_loss``).
         extra: ``(exp, ctx) -> summary entries`` the experiment adds (runs outside the grid).
-        chunk_size, throw: as in :func:`ocokit.sweep` (``throw=False``: non-finite runs are kept, marked by
+        chunk_size, throw: as in [`ocokit.sweep`][ocokit.sweep] (``throw=False``: non-finite runs are kept, marked by
             ``Runs.first_bad_round``).
     """
 
@@ -291,7 +302,7 @@ class Sweep:
                 if not plan:
                     continue
                 stored = self._play(ctx, algo, axis, plan)
-                seconds += [meta["wall_seconds_per_run"] for _, meta in stored]
+                seconds += [meta["wall_seconds"] for _, meta in stored]
                 for m in (k for k in stored[0][0] if k != "seed"):
                     per_cell = [metrics.quartiles(c[m]) | _counts(c[m]) for c, _ in stored]
                     entry.setdefault(m, {})[axis] = {"x": [c.x for c, _ in plan]} | {
@@ -356,7 +367,7 @@ class Sweep:
 
     def _record(self, runs: Runs, seconds: float) -> tuple[dict, dict]:
         columns = {k: np.asarray(v, float) for k, v in self.measure(runs).items()}
-        return {"seed": runs.seeds} | columns, {"wall_seconds_per_run": seconds}
+        return {"seed": runs.seeds} | columns, {"wall_seconds": seconds}
 
     def _figure(self, exp: Experiment, ctx: Context, cells: Sequence[Cell], plot: Plot, values) -> Figure:
         curves, drawn = {}, [[c for c in cells if c.axis == axis] for _, _, axis, *_ in plot.panels]
@@ -364,11 +375,13 @@ class Sweep:
         for (title, measure, axis, *only), on in zip(plot.panels, drawn, strict=True):
             if not on:  # an axis not in this run's grid
                 continue
-            panel = title.format(exp=exp, seeds=ctx.seeds, T=on[0].T, o=ctx.options)
+            panel = title.format(exp=exp, paper=cite(exp.paper), seeds=ctx.seeds, T=on[0].T, o=ctx.options)
             for (label, a, m), v in values.items():
                 if (a, m) == (axis, measure) and label not in plot.hide and (not only or label in only[0]):
                     curves.setdefault(label, {})[panel] = v
-        title = plot.title.format(exp=exp, seeds=ctx.seeds, T=first[0].T if first else ctx.T, o=ctx.options)
+        title = plot.title.format(
+            exp=exp, paper=cite(exp.paper), seeds=ctx.seeds, T=first[0].T if first else ctx.T, o=ctx.options
+        )
         x = plot.x(np.asarray([c.x for c in first], float))
         return Figure(curves, plot.suffix, kwargs={"title": title, "xlabel": plot.xlabel, "x": x, **plot.kwargs})
 

@@ -1,10 +1,13 @@
 """Grid searches of hyperparameters, declared as data and recorded with the command that wrote them.
 
-Papers tune their baselines by "choosing the best hyper-parameters from a grid". A :class:`Tuning` declares an
+Papers tune their baselines by "choosing the best hyper-parameters from a grid". A [`Tuning`][ocokit.experiments.Tuning]
+declares an
 experiment's search: each method's knob (a learner field scaled from its theory value, or a theory input),
-the grid, how a value builds the method, and the folder of recorded tables. :func:`grid_search` scores one
-method's grid on the tuning seeds (one vmapped sweep) and :func:`choose` picks a value by
-:data:`TUNING_CRITERION`. ``ocokit tune NAME --T T`` records the table that the experiment's runs use by
+the grid, how a value builds the method, and the folder of recorded tables.
+[`grid_search`][ocokit.experiments.grid_search] scores one
+method's grid on the tuning seeds (one vmapped sweep) and [`choose`][ocokit.experiments.choose] picks a value by
+[`TUNING_CRITERION`][ocokit.experiments.TUNING_CRITERION]. ``ocokit tune NAME --T T`` records the table that the
+experiment's runs use by
 default; the experiment's option ``tune=true`` searches again at run time.
 """
 
@@ -40,11 +43,12 @@ TUNING_OPTIONS = (
     Option("tune_T", int, None, "horizon of the grid search (default: T)", low=1),
     Option("tune_seeds", int, 1, "tuning seeds", low=1),
 )
-"""The options of an experiment with a :class:`Tuning`."""
+"""The options of an experiment with a [`Tuning`][ocokit.experiments.Tuning]."""
 
 
 def choose(grid: Sequence[float | tuple[float, ...]], loss: np.ndarray, ccv: np.ndarray) -> int:
-    """Index into ``grid`` chosen by :data:`TUNING_CRITERION` (``nan`` marks a diverged run).
+    """Index into ``grid`` chosen by [`TUNING_CRITERION`][ocokit.experiments.TUNING_CRITERION] (``nan`` marks a diverged
+    run).
 
     A grid value may be a tuple (a product grid over several knobs); "nearest 1" then sums each knob's
     distance from 1 in decades.
@@ -73,7 +77,8 @@ def grid_search(
     data-dependent loops (a vmapped ``while_loop`` runs every member as long as the slowest one).
 
     Returns ``{"grid", "chosen", "cumulative_loss", "ccv"}``: the mean final cumulative loss and CCV over the
-    seeds (``nan`` where a run diverged) and the value chosen by :func:`choose`. Stored atomically at
+    seeds (``nan`` where a run diverged) and the value chosen by [`choose`][ocokit.experiments.choose]. Stored
+    atomically at
     ``path`` when given, and read back from there instead of recomputed.
     """
     if path is not None and path.exists():
@@ -115,13 +120,14 @@ class Tuning:
         folder: where the recorded tables live, ``<experiment>.json``.
         grid: each knob's grid.
         seed_offset: tuning seeds are ``seed_offset, seed_offset + 1, ...``, disjoint from the evaluation seeds.
-        unbatched: labels whose grid runs one sweep per value (data-dependent loops; :func:`grid_search`).
+        unbatched: labels whose grid runs one sweep per value (data-dependent loops;
+            [`grid_search`][ocokit.experiments.grid_search]).
         reference_loss: ``problem -> loss per round`` of a reference (say ``X = 0``): the tables also give each
             value's loss relative to it.
     """
 
     option_names: ClassVar[tuple[str, ...]] = tuple(o.name for o in TUNING_OPTIONS)
-    """The options an experiment with a tuning declares (:data:`TUNING_OPTIONS`)."""
+    """The options an experiment with a tuning declares ([`TUNING_OPTIONS`][ocokit.experiments.TUNING_OPTIONS])."""
     knobs: Mapping[str, str | tuple[str, ...]]
     build: Callable[[str, ProblemInfo, Any], AbstractLearner]
     folder: Path
@@ -131,7 +137,7 @@ class Tuning:
     reference_loss: Callable[[Any], float] | None = None
 
     def grid_of(self, label: str) -> tuple:
-        """The grid of ``label``'s knob: :attr:`grid`, or its product with itself for a tuple of knobs."""
+        """The grid of ``label``'s knob: `grid`, or its product with itself for a tuple of knobs."""
         knob = self.knobs[label]
         return self.grid if not isinstance(knob, tuple) else tuple(itertools.product(self.grid, repeat=len(knob)))
 
@@ -145,7 +151,7 @@ class Tuning:
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
     def chosen(self, name: str) -> dict[str, Any]:
-        """Label -> the value the recorded table chose; a row that tuned another knob than :attr:`knobs` names
+        """Label -> the value the recorded table chose; a row that tuned another knob than `knobs` names
         (a table older than the knob) is not used."""
         rows = self.recorded(name).get("methods", {}).items()
         return {m: grid_value(r["chosen"]) for m, r in rows if grid_value(r["knob"]) == self.knobs.get(m)}
@@ -154,7 +160,8 @@ class Tuning:
         self, name: str, labels, problem, T: int, seeds: int, out: Path | None = None, started=None
     ) -> dict[str, Any]:
         """The grid search of each of ``labels`` on the first ``seeds`` tuning seeds at horizon ``T``: per label,
-        :func:`grid_search`'s row with the knob (and the loss relative to the reference); each row is stored
+        [`grid_search`][ocokit.experiments.grid_search]'s row with the knob (and the loss relative to the reference);
+        each row is stored
         under ``out/tuning/`` as it finishes and read back on a re-run. ``started(label, values)`` is called as
         each label's search starts."""
         info, keys, methods = ProblemInfo.of(problem, T), self.seeds(seeds), {}
@@ -175,7 +182,8 @@ class Tuning:
         return {"experiment": name, "criterion": TUNING_CRITERION, "T": T, "seeds": keys, "methods": methods}
 
     def choices(self, ctx: Context, labels, problem) -> tuple[dict[str, Any], str]:
-        """The knob values of a run (:data:`TUNING_OPTIONS`) and where they come from: the recorded table, the
+        """The knob values of a run ([`TUNING_OPTIONS`][ocokit.experiments.TUNING_OPTIONS]) and where they come from:
+        the recorded table, the
         theory (``tuned=false``), or a search now (``tune=true``, its table written to ``out/tuning.json``)."""
         name, o = ctx.experiment.name, ctx.options
         if not o["tune"]:

@@ -1,4 +1,5 @@
-"""Online learners: ``init / decide / update`` over explicit state (see :class:`AbstractLearner`)."""
+"""Online learners: ``init / decide / update`` over explicit state (see
+[`AbstractLearner`][ocokit.algorithms.AbstractLearner])."""
 
 from ocokit.algorithms._bandit_tvc import BFWTVC as BFWTVC
 from ocokit.algorithms._bandit_tvc import SCBFWTVC as SCBFWTVC

@@ -1,9 +1,9 @@
 """Sinha and Vaze's Lyapunov reduction (NeurIPS 2024): AdaGrad on a drift-plus-penalty surrogate of the CCV.
 
 The surrogate ``V beta f_t + Phi'(Q) beta [g_t]_+`` and its queue are the part
-:class:`~ocokit.algorithms._tvc_common.LyapunovSurrogate` (the same surrogate as the TVC family of paper 000,
-which cites Sinha and Vaze for it), ``x_1`` is :func:`~ocokit.algorithms._queue_common.start_point` and the
-Lipschitz bound of ``from_theory`` is :func:`~ocokit.algorithms._tvc_common.lipschitz_bound`.
+`LyapunovSurrogate` (the same surrogate as the TVC family of paper 000,
+which cites Sinha and Vaze for it), ``x_1`` is `start_point` and the
+Lipschitz bound of ``from_theory`` is `lipschitz_bound`.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class SinhaVaze(AbstractLearner):
     updated with round t's violation *before* the step of round t (spec baselines.md §10.1). One projection
     onto X per round. With ``multi="max"`` the N constraints are first reduced to ``g_t = max_n g_t^n`` (one
     queue). The surrogate's gradient and queue are the part
-    :class:`~ocokit.algorithms._tvc_common.LyapunovSurrogate` with ``gamma = V``
-    (:meth:`~ocokit.algorithms._tvc_common.LyapunovSurrogate.per_constraint` or ``full_information``).
+    `LyapunovSurrogate` with ``gamma = V``
+    (`per_constraint` or ``full_information``).
 
     Strongly convex variant (``variant="strongly_convex"``, **unverified**: recalled, not read in the paper):
     ``Phi(Q) = Q^2`` (``Phi'(Q) = 2Q``), ``beta = 1``, ``V = G^2 ln(T e) / alpha`` and OGD steps

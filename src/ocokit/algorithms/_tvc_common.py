@@ -9,8 +9,8 @@ written once here (`lyapunov_prime`, `queue_step`, the part `LyapunovSurrogate`)
 doubling of the surrogate-gradient bound (`double_until`) and the theory constants. Several
 constraint functions are reduced to ``g_t = max_n g_t^n`` (the paper treats one scalar ``g_t``; the maximum
 is convex and as Lipschitz as its parts), so ``Q_t`` is the CCV of that maximum. The surrogate is Sinha and
-Vaze's (NeurIPS 2024), whose learner :class:`~ocokit.algorithms.SinhaVaze` uses the same part, with one queue
-per constraint by default (:meth:`LyapunovSurrogate.per_constraint`).
+Vaze's (NeurIPS 2024), whose learner [`SinhaVaze`][ocokit.algorithms.SinhaVaze] uses the same part, with one queue
+per constraint by default (`per_constraint`).
 
 Reference: Y. Wang, Y. Wan and L. Zhang, "Revisiting Projection-Free Online Learning with Time-Varying
 Constraints", AAAI 2025 (arXiv:2501.16919).
@@ -115,8 +115,8 @@ class LyapunovSurrogate(eqx.Module):
         """``(grad tilde f_t(x_t), Q_t, w_t)`` with one queue per constraint, ``Q`` of shape ``(N,)``.
 
         ``Q_t^n = Q_{t-1}^n + [g_t^n(x_t)]_+`` and ``grad = gamma beta grad f_t + sum_n Phi'(beta Q_t^n) beta
-        grad [g_t^n]_+`` (:func:`~ocokit.algorithms._queues.penalised_gradient`): the surrogate of Sinha and Vaze
-        as the COLDQ authors implement it for several constraints (:class:`~ocokit.algorithms.SinhaVaze`).
+        grad [g_t^n]_+`` (`penalised_gradient`): the surrogate of Sinha and Vaze
+        as the COLDQ authors implement it for several constraints ([`SinhaVaze`][ocokit.algorithms.SinhaVaze]).
         """
         Q, w = queue_step(Q, feedback.constraints(x), self.beta, self.phi, self.lam)
         grad, _ = penalised_gradient(feedback, x, self.gamma * self.beta, w * self.beta, hinge=True)

@@ -1,7 +1,7 @@
 """Yuan and Lamperski's projected gradient step on a squared-hinge penalty (NeurIPS 2018).
 
-The penalised gradient is :func:`~ocokit.algorithms._queues.penalised_gradient` (hinge subgradient, 0 at the
-kink) and ``x_1`` is :func:`~ocokit.algorithms._queue_common.start_point`, both shared with the queue learners.
+The penalised gradient is `penalised_gradient` (hinge subgradient, 0 at the
+kink) and ``x_1`` is `start_point`, both shared with the queue learners.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class YuanLamperski(AbstractLearner):
 
     that is, a projected gradient step of size ``beta`` on ``f_t + (1 / (2 eta_p)) sum_n [g_t^n]_+^2``, from
     ``x_1 = Pi_X(0)``. One projection onto X per round; the penalised gradient is
-    :func:`~ocokit.algorithms._queues.penalised_gradient`.
+    `penalised_gradient`.
 
     Source (verification tags of spec baselines.md §9): update rule and parameters **[C]**, the COLDQ authors'
     single-agent ``Yuan[53].py`` (their code, not Yuan and Lamperski's; the paper's text was not read):
@@ -48,7 +48,8 @@ class YuanLamperski(AbstractLearner):
     ``eta_p = 1 / (a p G^2 sqrt T)``, ``a = 5``, ``p`` the number of constraints and ``G = 1``. Guarantees
     **[A]** (NeurIPS 2018 text, a fixed constraint ``g``): cumulative squared violation
     ``sum_t [g(x_t)]_+^2 = O(T^{1 - b})`` for ``b in (0, 1)`` (the squared violation,
-    :func:`ocokit.metrics.squared_violation`), with regret bounds that generalise the existing ones and improve
+    [`ocokit.metrics.squared_violation`][ocokit.metrics.squared_violation]), with regret bounds that generalise the
+    existing ones and improve
     for strongly convex losses.
 
     Args:

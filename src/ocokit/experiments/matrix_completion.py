@@ -2,27 +2,31 @@
 
 ``matrix-completion-movielens`` (000 Fig. 1, full information: OFW-TVC, SCOFW-TVC, OPDP, LPM on MovieLens-100k)
 and ``matrix-completion-filmtrust`` (000 Fig. 2, bandit: BFW-TVC, SCBFW-TVC, LBPM on FilmTrust) draw the
-cumulative loss and the CCV against t on :class:`ocokit.problems.OnlineMatrixCompletion` (``rho = 10^4``),
-beside the reference line ``X = 0`` (:class:`ocokit.algorithms.Constant`): a method *learns* when its cumulative
-loss is clearly below that line's (:data:`LEARNS`), the first claim checked.
+cumulative loss and the CCV against t on
+[`ocokit.problems.OnlineMatrixCompletion`][ocokit.problems.OnlineMatrixCompletion] (``rho = 10^4``),
+beside the reference line ``X = 0`` ([`ocokit.algorithms.Constant`][ocokit.algorithms.Constant]): a method *learns* when
+its cumulative
+loss is clearly below that line's (`LEARNS`), the first claim checked.
 
 Reading (option ``sampling``): by default f_t sums over all of O every round, as the paper's formula states.
 With one sampled entry per round (the old default, ``sampling=entry``) no method learns at any reachable
 horizon: the gradients are 1-sparse, nothing generalises to unseen entries, and every method's cumulative loss
 equals X = 0's. Constants (option ``constants``): measured on the data by default (``||M_O||_F``, ``P_t`` as
-drawn; :class:`~ocokit.problems.OnlineMatrixCompletion`), the worst-case bounds from rho as ``constants=worst_case``.
+drawn; [`OnlineMatrixCompletion`][ocokit.problems.OnlineMatrixCompletion]), the worst-case bounds from rho as
+``constants=worst_case``.
 
 Hyperparameters: "set according to their theoretical suggestions, and we choose the best hyper-parameters from
-the range [10^-5, ..., 10^5]". Every method is built by ``from_theory`` and one knob per method (:data:`KNOBS`,
-the one whose score moves over the grid) is chosen from the grid by :data:`ocokit.tuning.TUNING_CRITERION` on a
-tuning seed (10000) never used for the figure (:data:`TUNING`). ``tuning/<experiment>.json`` records each grid's
+the range [10^-5, ..., 10^5]". Every method is built by ``from_theory`` and one knob per method (`KNOBS`,
+the one whose score moves over the grid) is chosen from the grid by
+[`ocokit.tuning.TUNING_CRITERION`][ocokit.experiments.TUNING_CRITERION] on a
+tuning seed (10000) never used for the figure (`TUNING`). ``tuning/<experiment>.json`` records each grid's
 scores and choices and the command that wrote it (``ocokit tune NAME --T T``); ``tune=true`` re-runs the grid
 search at run time (each grid one vmapped sweep) and ``tuned=false`` uses the theory values.
 
 MovieLens (recorded grid at T = 300, loss relative to X = 0's): OFW-TVC's G (1.81 at 10^-3; flat from 0.1 up),
 SCOFW-TVC's G (0.13 at 10^4), OPDP's eta (1.87 at its theory value); LPM's eps alone either freezes it at X = 0
 or throws it to the boundary (27x), so eps and eta are tuned together (0.54 at eps = 10^-4, eta = 0.1 x theory).
-The default run (T = 1000, 3 seeds, :data:`HORIZONS`; 10 minutes on a 2-core machine, rounds of 2-98 ms) has
+The default run (T = 1000, 3 seeds, `HORIZONS`; 10 minutes on a 2-core machine, rounds of 2-98 ms) has
 every method learn: 0.071 (SCOFW-TVC), 0.685 (LPM), 0.776 (OFW-TVC), 0.804 (OPDP); the full-size figure
 (``--T 10000 --seeds 10``, several CPU-hours) is for a cluster (``--executor ray``).
 
@@ -31,7 +35,7 @@ signal-to-noise ratio of about 5e-5 per round at the theory smoothing radius (at
 the set's inner radius), so learning needs at least 4e6 rounds: no knob makes the bandit methods learn at a
 reachable horizon, and the default run (T = 200, 3 seeds, every knob at its theory value; no grid search is
 recorded, ``tune=true`` runs one) measures their exploration cost. Probes on small synthetic matrices found
-the knobs that move each bandit method (:data:`KNOBS`).
+the knobs that move each bandit method (`KNOBS`).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ KNOBS = {"OFW-TVC": "G", "SCOFW-TVC": "G", "OPDP": "eta", "LPM": ("eps", "eta"),
          "BFW-TVC": "M", "SCBFW-TVC": "alpha_f", "LBPM": "block_constant"}  # fmt: skip
 """The tuned knob of each method: the one whose score moves over the grid (a knob whose score is flat is the
 wrong one); a tuple of knobs is tuned over the product of their grids (LPM: eps alone either freezes it at
-``X = 0`` or throws it to the boundary; with eta it learns). A theory input (:data:`THEORY_INPUTS`) is set to
+``X = 0`` or throws it to the boundary; with eta it learns). A theory input (`THEORY_INPUTS`) is set to
 the grid value itself and fed into the method's ``from_theory`` formulas: ``G`` the Lipschitz constant
 (OFW-TVC's effective step is proportional to 1/G; for BFW-TVC G is inert, Theorem 3's C_2 being dominated by
 its ``d M D / c`` term), ``M`` the loss bound (BFW-TVC's eta and beta scale with 1/M), ``alpha_f`` the
@@ -94,7 +98,8 @@ METHODS = {
 }
 """Label -> (learner class, ``from_theory`` keywords, note)."""
 ZERO = "X = 0"
-"""Label of the reference line: :class:`ocokit.algorithms.Constant`, playing ``X = 0`` (zero CCV)."""
+"""Label of the reference line: [`ocokit.algorithms.Constant`][ocokit.algorithms.Constant], playing ``X = 0`` (zero
+CCV)."""
 
 
 def zero_loss(problem: OnlineMatrixCompletion) -> float:
@@ -108,13 +113,13 @@ _FIELDS = {("LPM", "eta"): "chain.eta", ("LBPM", "eta"): "chain.eta"}
 
 
 def scale_knob(learner: AbstractLearner, knob: str, scale: float) -> AbstractLearner:
-    """``learner`` with its numeric field ``knob`` (in a part: :data:`_FIELDS`) multiplied by ``scale``."""
+    """``learner`` with its numeric field ``knob`` (in a part: `_FIELDS`) multiplied by ``scale``."""
     field = operator.attrgetter(_FIELDS.get((type(learner).__name__, knob), knob))
     return eqx.tree_at(field, learner, field(learner) * scale)
 
 
 def build(label: str, info: ProblemInfo, value=None) -> AbstractLearner:
-    """Method ``label`` by its ``from_theory``, its knobs (:data:`KNOBS`) at ``value`` (``None``: the theory's)."""
+    """Method ``label`` by its ``from_theory``, its knobs (`KNOBS`) at ``value`` (``None``: the theory's)."""
     cls, keywords, _ = METHODS[label]
     pairs = knob_values(KNOBS[label], value)
     theory = {k: v for n, v in pairs if n in THEORY_INPUTS for k in THEORY_INPUTS[n]}

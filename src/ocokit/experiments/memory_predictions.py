@@ -1,18 +1,20 @@
 """Paper 002 (Ye et al., "OCO with Memory and Limited Predictions", 2024), Sec. 5, Figs. 1-2.
 
 Both reproduce the paper's scalar example: ``x_t`` in R (d = 1), memory h = 2, quadratic costs from a random
-generator (the paper prints none; :class:`~ocokit.problems.QuadraticWithMemory` documents ours), ``x0 = 0.5``,
+generator (the paper prints none; [`QuadraticWithMemory`][ocokit.problems.QuadraticWithMemory] documents ours), ``x0 =
+0.5``,
 ``eta_t = 0.2 / t``, ``alpha = 0.05``, ``delta = 0.2``, ``delta' = 1e-4``, no model error, and dynamic regret
 against the offline optimum of the whole horizon (eq. 3).
 Smoothing laws: Gaussian N(0, 1), truncated Gaussian on [-2, 2] and Bernoulli +-1; the truncated Gaussian uses
 a quarter of the runs (the paper's 50 against 200). Bands are quartiles, centre lines medians.
 
 * ``memory-predictions-horizon`` (Fig. 1): regret of the initialisation phase alone (subroutine (a),
-  :class:`~ocokit.algorithms.BanditOCOMemory`, Algorithm 1's ``x^0``) for T = 5..20, as ``Reg / sqrt(T)`` and
+  [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory], Algorithm 1's ``x^0``) for T = 5..20, as ``Reg / sqrt(T)`` and
   ``Reg / T``; each run is played once at the largest T and horizon T reads its first T rounds; every
   (T, seed) pair is a fresh instance.
 * ``memory-predictions-window`` (Fig. 2): overall regret of Algorithm 1
-  (:class:`~ocokit.algorithms.OCOMemoryLimitedPredictions`, K = W layers) at T = 20, ``log(Reg)`` against W.
+  ([`OCOMemoryLimitedPredictions`][ocokit.algorithms.OCOMemoryLimitedPredictions], K = W layers) at T = 20, ``log(Reg)``
+  against W.
 
 The decision set is the box X = [-5, 5] (option ``box``), not R: with the paper's single-point
 settings on R both phases diverge (``|x|`` reaches 1e12 within 20 rounds). Both experiments measure that
@@ -171,7 +173,7 @@ HORIZON = Sweep(
     learner=lambda algo, cell, ctx: algo.make(None) if _config(algo, ctx) else None,
     seeds=lambda algo, cell, ctx: [1000 * cell.T + s for s in _seeds(algo, cell, ctx)],  # a fresh instance each
     fits=(Fit("regret", "T"),), extra=_literal_horizon,
-    plots=(Plot("", "{exp.title} ({exp.paper})\n" + _BOX, (("Reg / sqrt(T)", "regret_over_sqrt_T", "T"),
+    plots=(Plot("", "{exp.title} ({paper})\n" + _BOX, (("Reg / sqrt(T)", "regret_over_sqrt_T", "T"),
                 ("Reg / T", "regret_over_T", "T")), xlabel="T", x=np.asarray,
                 kwargs={"band": "quartiles", "logy": ["Reg / sqrt(T)", "Reg / T"]}),),
 )  # fmt: skip
@@ -180,7 +182,7 @@ WINDOW = Sweep(
     learner=lambda algo, cell, ctx: _algorithm1(*c, int(cell.x), ctx.options) if (c := _config(algo, ctx)) else None,
     measure=_window_measure, seeds=_seeds, throw=False, chunk_size=256, extra=_literal_window,
     fits=(Fit("log_regret", "W", stat="median", log=False),),
-    plots=(Plot("", "{exp.title} ({exp.paper})\nT = {T}, " + _BOX, tuple(
+    plots=(Plot("", "{exp.title} ({paper})\nT = {T}, " + _BOX, tuple(
         (f"log(Reg), {POINTS[e]}", "log_regret", "W", tuple(label(law, e) for law in LAWS)) for e in POINTS),
         xlabel="W", x=np.asarray, kwargs={"band": "quartiles"}),),
 )  # fmt: skip

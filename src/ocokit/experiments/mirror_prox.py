@@ -4,10 +4,11 @@ The paper has no experiments. V is known in advance, as Theorems 4.1 and 6.1 ass
 gradual variation over the seeds, an upper bound for every run):
 
 * ``gradual-variation``: MirrorProx (Algorithm 1, Euclidean ball) against drift-plus-penalty OGD (YuNeelyWei)
-  and OGD on :class:`~ocokit.problems.DriftingQuadratic`: regret and signed violation ``max_k sum_t g_k(x_t)``
+  and OGD on [`DriftingQuadratic`][ocokit.problems.DriftingQuadratic]: regret and signed violation ``max_k sum_t
+  g_k(x_t)``
   against T for static losses (``V_* = O(1)``) and i.i.d. losses (``V_*`` linear in T), and against ``V_*``
   at a fixed T, with fitted exponents (Theorems 4.1 and 4.2).
-* ``simplex-mirror-prox`` (:mod:`ocokit.experiments.simplex_mirror_prox`): Algorithm 2 on the simplex.
+* ``simplex-mirror-prox`` (`simplex_mirror_prox`): Algorithm 2 on the simplex.
 
 ``--T`` is the largest horizon; the T grid is ``T / ratio^k`` for ``k = horizons - 1, ..., 0``; the V- and
 d-studies use the middle horizon.
@@ -151,7 +152,7 @@ GRADUAL_VARIATION = register(Experiment(
                                        low=0.0, high=1.0, item=float)),
     study=Sweep(grid=_grid, learner=learner(METHODS), measure=measure,
                 fits=(Fit("regret", "static"), Fit("regret", "iid"), Fit("regret", "V", above=1.0)),  # V_* > L_f^2
-                plots=(Plot("", "{exp.title} (paper {exp.paper}; d = 5, {seeds} seeds)", _PANELS,
+                plots=(Plot("", "{exp.title} ({paper}; d = 5, {seeds} seeds)", _PANELS,
                             hide=("OGD", "MirrorProx V=4F2T")),
                        Plot("-V", "Regret and violation against the gradual variation V* (T = {T}, {seeds} seeds)",
                             tuple((f"{w} at T = {{T}}", w, "V") for w in ("regret", "violation")),

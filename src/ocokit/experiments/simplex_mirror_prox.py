@@ -1,9 +1,10 @@
 """Paper 004 (Qiu and Wei 2020), Theorems 6.1-6.2 as a sweep: ``simplex-mirror-prox``.
 
 SimplexMirrorProx (Algorithm 2) against the Euclidean mirror prox, Hedge, OGD, drift-plus-penalty and COLDQ on
-:class:`~ocokit.problems.DriftingAllocation`: regret and violation against T (static costs) and the dimension d
+[`DriftingAllocation`][ocokit.problems.DriftingAllocation]: regret and violation against T (static costs) and the
+dimension d
 (Theorems 6.1 and 6.2: log factors in T d). ``--T`` is the largest horizon (the grid of
-:func:`ocokit.experiments.mirror_prox.horizons`); the d-study uses the middle horizon.
+`horizons`); the d-study uses the middle horizon.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _grid(ctx) -> list[Cell]:
 
 
 def _measure(runs: Runs) -> dict[str, np.ndarray]:
-    """:func:`~ocokit.experiments.mirror_prox.measure` and the violation over ``log(T d)`` (Theorem 6.2)."""
+    """`measure` and the violation over ``log(T d)`` (Theorem 6.2)."""
     out = measure(runs)
     return out | {"violation_over_log_Td": out["violation"] / math.log(runs.cell.T * runs.cell.problem.dim)}
 
@@ -64,7 +65,7 @@ SIMPLEX_MIRROR_PROX = register(Experiment(
     options=(ALGORITHMS, *GRID, Option("dim", int, 16, "the T-study's dimension", low=2),
              Option("dims", list, [4, 16, 64, 256], "the d grid", low=2, item=int)),
     study=Sweep(grid=_grid, learner=learner(METHODS), measure=_measure, fits=(Fit("regret", "T"), Fit("regret", "d")),
-                plots=(Plot("", "{exp.title} (paper {exp.paper}; static costs, {seeds} seeds)",
+                plots=(Plot("", "{exp.title} ({paper}; static costs, {seeds} seeds)",
                             tuple((f"{w} (d = {{o[dim]}})", w, "T") for w in _RV), hide=("Hedge", "OGD")),
                        Plot("-d", "Regret and violation against the dimension (T = {T}, static costs, {seeds} seeds)",
                             tuple((f"{w} at T = {{T}}", w, "d") for w in _RV), xlabel="log2 d", x=np.log2,

@@ -2,13 +2,13 @@
 
 The paper has no experiments; ``strongly-convex-sets`` checks its theorems' exponents as a rough empirical
 slope of log(regret) against log(T): linear losses
-(:class:`~ocokit.problems.OnlineLinear`) over the l2 and l_1.5 balls (strongly convex) and the l1 ball (a
+([`OnlineLinear`][ocokit.problems.OnlineLinear]) over the l2 and l_1.5 balls (strongly convex) and the l1 ball (a
 polytope), OFW with line search (Algorithm 1, Thm 1: O(T^{2/3})) against Hazan-Kale's OFW (O(T^{3/4})); and
-strongly convex quadratic losses (:class:`~ocokit.problems.OnlineQuadratic`) over the l2 and l1 balls, SC-OFW
+strongly convex quadratic losses ([`OnlineQuadratic`][ocokit.problems.OnlineQuadratic]) over the l2 and l1 balls, SC-OFW
 (Algorithm 2; Thm 2: O(sqrt T) over strongly convex sets, Thm 3: O(T^{2/3}) on any set).
 
 ``T`` is the largest horizon; the grid is ``T / 2^k`` for ``k < points``, one axis of a
-:class:`~ocokit.studies.Sweep` per setting, played as prefixes of one run of T rounds (each learner with its
+[`Sweep`][ocokit.experiments.Sweep] per setting, played as prefixes of one run of T rounds (each learner with its
 horizon's theory parameters). The fitted exponent is the log-log slope of the mean static regret over seeds
 against T. Default: T = 4000, 5 seeds, d = 10.
 """
@@ -185,7 +185,7 @@ def _measure(runs: Runs) -> dict[str, np.ndarray]:
 
 def _plot(family: str, what: str) -> Plot:
     panels = tuple((s.title, "regret", s.key) for s in SETTINGS if s.family == family)
-    title = f"static regret at horizon T (mean +- std over seeds), {what} (001)"
+    title = f"static regret at horizon T (mean +- std over seeds), {what} ({{paper}})"
     return Plot(f"-{family}", title, panels, kwargs={"logy": [p[0] for p in panels]})
 
 

@@ -141,7 +141,8 @@ _JOB_OPTIONS = (
 
 
 def _figure(name, figure, title, make_problem, table, third, claim, default_T, extra=(), **comparison):
-    """Register 003 Fig. ``figure``: Table ``table``'s COLDQ, RECOO and ``third`` (:class:`Comparison` keywords)."""
+    """Register 003 Fig. ``figure``: Table ``table``'s COLDQ, RECOO and ``third``
+    ([`Comparison`][ocokit.experiments.Comparison] keywords)."""
     readings = (Option(s[2], str, s[4][0], f"{s[0]}'s reading", choices=s[4]) for s in (_RECOO, third))
     opts = (ALGORITHMS, Option("extras", bool, True, "run the extra references"), *readings, *extra)
     make_algorithms = lambda ctx, problem: _algorithms(table, third, ctx.options)  # noqa: E731
