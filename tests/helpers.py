@@ -198,3 +198,11 @@ class BoxLike(ocokit.sets.AbstractSet):
 
     def scaled(self, s):
         return type(self)(self.box.scaled(s))
+
+
+def assumption(problem, norm: str = "l2") -> dict[str, float]:
+    """Assumption 2.1's ``L_f, L_g, G, H`` (Qiu and Wei 2020) of ``problem``, from its declared constants in the
+    dual ``norm``: the keywords of the mirror-prox learners' constructors."""
+    c = problem.constants() if norm == "l2" else problem.constants_in(norm)
+    return {"L_f": c.smoothness, "L_g": c.constraint_smoothness, "G": c.constraint_sum_bound,
+            "H": c.constraint_grad_sum_bound}  # fmt: skip

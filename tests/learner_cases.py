@@ -27,6 +27,8 @@ from ocokit.problems import (
 )
 from ocokit.sets import Box, L2Ball
 
+from .helpers import assumption
+
 SUITE_T = 30
 """The horizon the suite plays (and that theory constructors of the cases assume)."""
 
@@ -156,7 +158,7 @@ def tvc_cases(build: Callable[[ProblemInfo], list]) -> list:
 
 def _mirror_prox():
     ball = DriftingQuadratic(dim=3, drift=0.3)
-    consts = ball.theory_constants()
+    consts = assumption(ball)
     return [
         (A.MirrorProx(gamma=2.0, eta=0.25, **consts, known_constraints=ball.fixed_constraints), ball),
         (A.MirrorProx(gamma=1.0, eta=0.1, L_f=50.0, L_g=0.0, G=20.0, H=3.0), TimeVaryingRegression(dim=3, rows=2)),
@@ -165,7 +167,7 @@ def _mirror_prox():
 
 def _simplex_mirror_prox():
     problem = DriftingAllocation(dim=5, drift=0.3)
-    consts = problem.theory_constants("linf")
+    consts = assumption(problem, "linf")
     known = problem.fixed_constraints
     return [
         (A.SimplexMirrorProx(gamma=1.5, eta=0.5, nu=1 / 30, **consts, known_constraints=known), problem),

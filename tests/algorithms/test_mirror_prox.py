@@ -19,6 +19,8 @@ from ocokit.feedback import FULL_INFORMATION, FullInformation, make_feedback
 from ocokit.problems import CustomProblem, DriftingAllocation, DriftingQuadratic
 from ocokit.sets import Box, L2Ball, Simplex
 
+from ..helpers import assumption
+
 # ------------------------------------------------------------------------------------------------
 # The spec's reference pseudo-code (paper004.md §2.4), in NumPy.
 
@@ -200,7 +202,7 @@ def test_algorithm_1_matches_the_reference_on_a_ball(drift):
     env_key = split_key(jax.random.PRNGKey(5))[0]
     b = np.asarray(problem.targets(problem.episode(env_key, T_REF), env_key, T_REF))
     g, jac = np_constraints_quadratic(problem)
-    V, consts = 3.0, problem.theory_constants()
+    V, consts = 3.0, assumption(problem)
     learner = MirrorProx.from_theory(
         ProblemInfo.of(problem, T_REF), variation=V, **consts, known_constraints=problem.fixed_constraints
     )
@@ -263,7 +265,7 @@ def test_algorithm_2_matches_the_reference_on_the_simplex(drift):
     env_key = split_key(jax.random.PRNGKey(3))[0]
     ell = np.asarray(problem.costs(problem.episode(env_key, T_REF), env_key, T_REF))
     c, B = np.asarray(problem.price), problem.budget
-    consts = problem.theory_constants("linf")
+    consts = assumption(problem, "linf")
     learner = SimplexMirrorProx.from_theory(
         ProblemInfo.of(problem, T_REF), variation=2.0, **consts, known_constraints=problem.fixed_constraints
     )
@@ -318,9 +320,7 @@ def _invariants(learner, problem, T, seed, *, alg):
 @settings(max_examples=6, deadline=None)
 def test_algorithm_1_invariants_hold_on_every_run(gamma, eta, drift, seed):
     problem = DriftingQuadratic(dim=3, drift=drift)
-    learner = MirrorProx(
-        gamma=gamma, eta=eta, **problem.theory_constants(), known_constraints=problem.fixed_constraints
-    )
+    learner = MirrorProx(gamma=gamma, eta=eta, **assumption(problem), known_constraints=problem.fixed_constraints)
     _invariants(learner, problem, 25, seed, alg=1)
 
 
@@ -328,7 +328,7 @@ def test_algorithm_1_invariants_hold_on_every_run(gamma, eta, drift, seed):
 @settings(max_examples=6, deadline=None)
 def test_algorithm_2_invariants_hold_on_every_run(gamma, eta, nu, seed):
     problem = DriftingAllocation(dim=4, drift=0.5)
-    learner = SimplexMirrorProx(gamma=gamma, eta=eta, nu=nu, **problem.theory_constants("linf"))
+    learner = SimplexMirrorProx(gamma=gamma, eta=eta, nu=nu, **assumption(problem, "linf"))
     _invariants(learner, problem, 25, seed, alg=2)
 
 
@@ -337,7 +337,7 @@ def test_a_posteriori_regret_bound_of_lemma_5_4():
     + [2 (2 L_g G + H^2) R^2 / rho + 3 G^2 / 2] gamma^2 + alpha_{T+1} R^2, for any gamma, eta (spec §3.5)."""
     T, seed = T_REF, 4
     problem = DriftingQuadratic(dim=3, drift=0.5)
-    consts = problem.theory_constants()
+    consts = assumption(problem)
     R2 = 2.0  # ball of radius 1
     for gamma, eta in [(1.0, 1.0), (3.0, 0.2), (0.3, 5.0)]:
         learner = MirrorProx(gamma=gamma, eta=eta, **consts, known_constraints=problem.fixed_constraints)
@@ -359,7 +359,7 @@ def test_lemma_b5_regret_bound_for_algorithm_2():
     """Regret <= (eta/2) V_inf + 6 L_f^2 eta + (12 L_g G + 6 H^2 + 1.5 G^2) gamma^2 + 3 log(Td) alpha_T+1."""
     T, seed = T_REF, 1
     problem = DriftingAllocation(dim=5, drift=0.5)
-    consts = problem.theory_constants("linf")
+    consts = assumption(problem, "linf")
     env_key = split_key(jax.random.PRNGKey(seed))[0]
     V = float(problem.gradient_variation(problem.episode(env_key, T), env_key, T, "linf"))
     learner = SimplexMirrorProx.from_theory(
@@ -435,10 +435,10 @@ class _Oracle:
 def test_the_current_loss_is_never_queried_before_the_decision_is_played(which):
     if which == "ball":
         problem = DriftingQuadratic(dim=3, drift=0.5)
-        learner = MirrorProx(gamma=1.0, eta=0.5, **problem.theory_constants())
+        learner = MirrorProx(gamma=1.0, eta=0.5, **assumption(problem))
     else:
         problem = DriftingAllocation(dim=4, drift=0.5)
-        learner = SimplexMirrorProx(gamma=1.0, eta=0.5, nu=0.1, **problem.theory_constants("linf"))
+        learner = SimplexMirrorProx(gamma=1.0, eta=0.5, nu=0.1, **assumption(problem, "linf"))
     env_key, key = split_key(jax.random.PRNGKey(0))
     info = ProblemInfo.of(problem, 4)
     state = learner.init(info, key)  # init gets no oracle at all
@@ -457,7 +457,7 @@ def test_the_current_loss_is_never_queried_before_the_decision_is_played(which):
 def test_from_theory_parameters_and_defaults():
     problem = DriftingQuadratic(dim=3)
     info = ProblemInfo.of(problem, 100)
-    consts = problem.theory_constants()
+    consts = assumption(problem)
     learner = MirrorProx.from_theory(info, variation=16.0, **consts)
     assert float(learner.eta) == pytest.approx(16.0**-0.5) and float(learner.gamma) == pytest.approx(16.0**0.25)
     small = MirrorProx.from_theory(info, variation=0.0, **consts)  # M = max{V, L_f^2} = 1
@@ -466,16 +466,21 @@ def test_from_theory_parameters_and_defaults():
     default = MirrorProx.from_theory(info, **consts)  # V = 4 F^2 T (spec P9)
     assert float(default.eta) == pytest.approx((4 * F**2 * 100) ** -0.5)
     assert float(MirrorProx.from_theory(info, variation=16.0, gamma=3.0, **consts).gamma) == 3.0
-    with pytest.raises(ValueError, match="L_g"):
-        MirrorProx.from_theory(info, variation=1.0, L_f=1.0)
+    read = MirrorProx.from_theory(info, variation=16.0)  # the problem's declared constants and constraints
+    assert [float(getattr(read.constants, k)) for k in consts] == list(consts.values())
+    assert read.known_constraints is not None and float(read.eta) == float(learner.eta)
+    constrained = CustomProblem(domain=Box(0.0, 1.0, dim=2), loss=lambda c, x: c @ x, data=jnp.ones((3, 2)),
+                                constraints=lambda c, x: jnp.sum(x, keepdims=True) - 1.0)  # fmt: skip
+    with pytest.raises(ValueError, match="L_g"):  # no constraint_smoothness declared
+        MirrorProx.from_theory(ProblemInfo.of(constrained, 3), variation=1.0, L_f=1.0)
     unconstrained = CustomProblem(domain=Box(0.0, 1.0, dim=2), loss=lambda c, x: c @ x, data=jnp.ones((3, 2)))
     with pytest.raises(ValueError, match="must be > 0: give a positive L_f or variation"):
         MirrorProx.from_theory(ProblemInfo.of(unconstrained, 3), variation=0.0, L_f=0.0)
     alloc = DriftingAllocation(dim=4)
-    simplex = SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 50), variation=4.0, **alloc.theory_constants())
+    simplex = SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 50), variation=4.0, **assumption(alloc, "linf"))
     assert float(simplex.nu) == pytest.approx(1 / 50) and float(simplex.gamma) == pytest.approx(4.0**0.25)
     with pytest.raises(ValueError, match="T > 2"):
-        SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 2), variation=4.0, **alloc.theory_constants())
+        SimplexMirrorProx.from_theory(ProblemInfo.of(alloc, 2), variation=4.0, **assumption(alloc, "linf"))
 
 
 def test_bad_hyperparameters_raise_value_error():
@@ -500,7 +505,7 @@ def test_bad_hyperparameters_raise_value_error():
 
 def test_without_known_constraints_round_one_uses_g_of_x0_equal_zero():
     problem = DriftingQuadratic(dim=3)
-    consts = problem.theory_constants()
+    consts = assumption(problem)
     blind = MirrorProx(gamma=1.0, eta=1.0, **consts).init(ProblemInfo.of(problem, 5), None)
     informed = MirrorProx(gamma=1.0, eta=1.0, **consts, known_constraints=problem.fixed_constraints)
     informed = informed.init(ProblemInfo.of(problem, 5), None)

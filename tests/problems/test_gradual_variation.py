@@ -14,6 +14,8 @@ from ocokit.engine import split_key
 from ocokit.problems import DriftingAllocation, DriftingQuadratic
 from ocokit.problems._gradual_variation import dykstra_projection
 
+from ..helpers import assumption
+
 
 def _episode(problem, seed, T):
     env_key = split_key(jax.random.PRNGKey(seed))[0]
@@ -123,18 +125,18 @@ def test_round_data_is_a_function_of_the_round_key():
 
 
 @pytest.mark.parametrize("which", ["quadratic", "allocation"])
-def test_theory_constants_bound_the_constraints_on_sampled_points(which):
+def test_declared_constants_bound_the_constraints_on_sampled_points(which):
     rng = np.random.default_rng(0)
     if which == "quadratic":
         problem = DriftingQuadratic(dim=3)
-        consts = problem.theory_constants()
+        consts = assumption(problem)
         pts = rng.normal(size=(400, 3))
         pts = pts / np.maximum(1.0, np.linalg.norm(pts, axis=1, keepdims=True))  # in the unit ball
         pts[:50] = pts[:50] / np.linalg.norm(pts[:50], axis=1, keepdims=True)  # and on its sphere
         dual = np.linalg.norm
     else:
         problem = DriftingAllocation(dim=6)
-        consts = problem.theory_constants("linf")
+        consts = assumption(problem, "linf")
         pts = rng.dirichlet(np.ones(6) * 0.3, size=400)
 
         def dual(v, axis=None):
@@ -156,4 +158,4 @@ def test_bad_arguments_raise_value_error():
     with pytest.raises(ValueError, match="budget"):
         DriftingAllocation(budget=1.0)
     with pytest.raises(ValueError, match="norm"):
-        DriftingAllocation().theory_constants("l1")
+        DriftingAllocation().constants_in("l1")

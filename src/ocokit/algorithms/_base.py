@@ -6,7 +6,7 @@ import abc
 import dataclasses
 import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Self
 
 import equinox as eqx
@@ -41,10 +41,14 @@ class ProblemInfo(eqx.Module):
     memory: int = eqx.field(static=True, default=1)
     constraint_structure: str = eqx.field(static=True, default="general")
     given: tuple[tuple[str, float], ...] = eqx.field(static=True, default=())
+    norm_constants: dict[str, ProblemConstants] = eqx.field(default_factory=dict)
+    fixed_constraints: Callable[[Array], Array] | None = None
 
     @classmethod
     def of(cls, problem: AbstractProblem, T: int) -> ProblemInfo:
-        """The information a learner gets about ``problem`` over ``T`` rounds."""
+        """The information a learner gets about ``problem`` over ``T`` rounds: with the constants in every dual
+        norm it declares, and its constraints when they are fixed and known
+        ([`AbstractProblem.constraints_fixed`][ocokit.problems.AbstractProblem.constraints_fixed])."""
         return cls(
             problem.domain,
             problem.num_constraints,
@@ -52,6 +56,8 @@ class ProblemInfo(eqx.Module):
             problem.constants(),
             problem.memory(),
             problem.constraint_structure,
+            norm_constants={norm: problem.constants_in(norm) for norm in problem.constant_norms},
+            fixed_constraints=problem.fixed_constraints if problem.constraints_fixed else None,
         )
 
     def require(
@@ -63,6 +69,7 @@ class ProblemInfo(eqx.Module):
         allow_zero: bool = False,
         argument: str | None = None,
         optional: bool = False,
+        norm: str = "l2",
     ) -> Any:
         """The constant ``name``: ``override`` when given, else the problem's; ``ValueError`` if unknown.
 
@@ -71,6 +78,8 @@ class ProblemInfo(eqx.Module):
         (``"OFWTVC.from_theory"``). The value must be finite and ``> 0`` (``>= 0`` with ``allow_zero``).
         ``argument`` is the caller's keyword that overrides it, when not named ``name`` (the error's hint).
         With ``optional``, a constant that is not finite (unknown) gives ``None`` instead of the error.
+        ``norm``: the dual norm of the gradient bounds (``"l2"``, or one the problem declares,
+        [`AbstractProblem.constants_in`][ocokit.problems.AbstractProblem.constants_in]).
         This is the one way every ``from_theory`` reads and overrides a constant.
         """
         override = dict(self.given).get(name) if override is None else override
@@ -79,7 +88,11 @@ class ProblemInfo(eqx.Module):
         elif name in ("diameter", "inner_radius"):
             value, source = float(getattr(self.domain, name)), f"the domain's {name}"
         elif name in ProblemConstants.__dataclass_fields__:
-            value, source = float(getattr(self.constants, name)), f"the problem constant {name}"
+            if norm != "l2" and norm not in self.norm_constants:
+                raise ValueError(f"{who} needs the problem's constants in the {norm} norm, which it does not declare")
+            constants = self.constants if norm == "l2" else self.norm_constants[norm]
+            where = "" if norm == "l2" else f" (in {norm})"
+            value, source = float(getattr(constants, name)), f"the problem constant {name}{where}"
         else:
             raise ValueError(f"unknown constant {name!r}; expected one of {list(CONSTANT_NAMES)}")
         if optional and not math.isfinite(value):

@@ -78,34 +78,36 @@ class MirrorProxConstants(_checks.Checked):
         return gamma * self.L_g * jnp.sum(jnp.abs(queue)) + gamma**2 * (self.L_g * self.G + self.H**2)
 
 
-def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, name: str) -> dict[str, float]:
+def _theory_parameters(info: ProblemInfo, variation, L_f, L_g, G, H, name: str, norm: str) -> dict[str, float]:
     """``eta``, ``gamma``, ``L_f``, ``L_g``, ``G``, ``H`` of Theorems 4.1 / 6.1, ``M = max{V, L_f^2}``, ``V >= V_*(T)``.
 
     The constructor arguments the two learners' ``from_theory`` share (``name`` is the class, for errors).
-    Problem constants are read with [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require] (``L_f`` overrides
-    ``smoothness``); ``G`` and
-    ``H`` are sums over the K constraints, given
-    directly or bounded by ``K constraint_bound`` and ``K constraint_grad_bound``.
+    Problem constants are read with [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require], in the dual
+    ``norm`` of the learner's geometry: ``L_f`` (``smoothness``), ``L_g`` (``constraint_smoothness``), ``G`` and
+    ``H``, sums over the K constraints (``constraint_sum_bound`` and ``constraint_grad_sum_bound``, else bounded by
+    ``K constraint_bound`` and ``K constraint_grad_bound``); the keywords win over the problem's.
     """
     K, T = info.num_constraints, info.horizon
     who = f"{name}.from_theory"
-    L_f = info.require(
-        "smoothness", f"{who} (L_f, the Lipschitz constant of grad f^t)", L_f, allow_zero=True, argument="L_f"
-    )
-    if L_g is None and K > 0:
-        raise ValueError(f"{who} needs L_g (the Lipschitz constant of every grad g_k) when K = {K} > 0: pass L_g=...")
-    L_g = 0.0 if L_g is None else L_g
 
-    def summed(given: float | None, label: str, constant: str) -> float:  # the sum over K constraints, or K x bound
+    def constant(given: float | None, label: str, name: str, what: str) -> float:
+        return info.require(name, f"{who} ({label}, {what})", given, allow_zero=True, argument=label, norm=norm)
+
+    L_f = constant(L_f, "L_f", "smoothness", "the Lipschitz constant of grad f^t")
+    L_g = 0.0 if K == 0 and L_g is None else constant(L_g, "L_g", "constraint_smoothness", "that of every grad g_k")
+
+    def summed(given: float | None, label: str, total: str, each: str) -> float:  # sum over K, or K x the bound
         if given is not None or K == 0:
             return 0.0 if given is None else given
-        return K * info.require(constant, f"{who} ({label} <= K {constant})", allow_zero=True, argument=label)
+        known = info.require(total, who, allow_zero=True, optional=True, norm=norm)
+        return known if known is not None else K * constant(None, label, each, f"<= K {each}")
 
-    G, H = summed(G, "G", "constraint_bound"), summed(H, "H", "constraint_grad_bound")
+    G = summed(G, "G", "constraint_sum_bound", "constraint_bound")
+    H = summed(H, "H", "constraint_grad_sum_bound", "constraint_grad_bound")
     for label, value in (("L_g", L_g), ("G", G), ("H", H)):
         _checks.nonnegative(label, value)
     if variation is None:
-        F = info.require("grad_bound", f"{who} (variation = 4 F^2 T)", allow_zero=True)
+        F = info.require("grad_bound", f"{who} (variation = 4 F^2 T)", allow_zero=True, norm=norm)
         variation = 4.0 * F**2 * T
     _checks.nonnegative("variation", variation)
     M = max(float(variation), L_f**2)
@@ -152,7 +154,12 @@ class AbstractMirrorProx(AbstractLearner):
         if self.known_constraints is not None and not callable(self.known_constraints):
             raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
 
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "smoothness", "constraint_bound", "constraint_grad_bound")
+    theory_reads: ClassVar[tuple[str, ...]] = (
+        "grad_bound", "smoothness", "constraint_smoothness", "constraint_bound", "constraint_grad_bound",
+        "constraint_sum_bound", "constraint_grad_sum_bound",
+    )  # fmt: skip
+    dual_norm: ClassVar[str] = "l2"
+    """The dual norm of the geometry, in which ``from_theory`` reads the problem's gradient bounds."""
 
     @classmethod
     def from_theory(
@@ -177,17 +184,20 @@ class AbstractMirrorProx(AbstractLearner):
                 ||grad f^t(x) - grad f^{t-1}(x)||_*^2`` (with ``grad f^0 = 0`` its t = 1 term is
                 ``max_x ||grad f^1(x)||_*^2``), in (l1, l_inf) (``V_inf``) for Algorithm 2. Default
                 ``4 F^2 T`` with ``F = grad_bound`` (the worst case: ``||grad f^t||_* <= F``).
-            L_f, L_g, G, H: the constants of Assumption 2.1. Defaults: the constant ``smoothness`` for L_f;
-                for K > 0, ``K constraint_bound`` for G and ``K constraint_grad_bound`` for H (safe upper
-                bounds of the sums); L_g must be given when K > 0. With K = 0 they default to 0.
-            **overrides: the constants ``grad_bound`` (F for the default V), ``smoothness``,
-                ``constraint_bound``, ``constraint_grad_bound`` by name, or any other constructor argument
-                (``gamma``, ``eta``, ``rho``, ``nu``, ``geometry``, ``x0``, ``grad0``, ``known_constraints``),
-                which wins over the theory value.
+            L_f, L_g, G, H: the constants of Assumption 2.1, read from the problem's constants in the dual norm
+                `dual_norm` (``"linf"`` for Algorithm 2): ``smoothness`` for L_f, ``constraint_smoothness`` for
+                L_g (needed when K > 0), ``constraint_sum_bound`` for G and ``constraint_grad_sum_bound`` for H
+                (else ``K constraint_bound`` and ``K constraint_grad_bound``, safe upper bounds of the sums).
+                With K = 0 they default to 0.
+            **overrides: the constants by name (``grad_bound``, F for the default V, ``smoothness``, ...), or any
+                other constructor argument (``gamma``, ``eta``, ``rho``, ``nu``, ``geometry``, ``x0``,
+                ``grad0``, ``known_constraints``: default the problem's fixed constraints when it declares them,
+                ``ProblemInfo.fixed_constraints``), which wins over the theory value.
         """
         info = info.giving(overrides)
-        own = cls.theory_parameters(info, overrides)
-        return cls.build({**_theory_parameters(info, variation, L_f, L_g, G, H, cls.__name__), **own}, overrides)
+        own = cls.theory_parameters(info, overrides) | {"known_constraints": info.fixed_constraints}
+        theory = _theory_parameters(info, variation, L_f, L_g, G, H, cls.__name__, cls.dual_norm)
+        return cls.build({**theory, **own}, overrides)
 
     @classmethod
     @abc.abstractmethod
@@ -331,7 +341,7 @@ class MirrorProx(AbstractMirrorProx):
         >>> import ocokit
         >>> problem = ocokit.problems.DriftingQuadratic(dim=3, drift=0.0)
         >>> info = ocokit.algorithms.ProblemInfo.of(problem, 200)
-        >>> learner = MirrorProx.from_theory(info, variation=4.0, **problem.theory_constants())
+        >>> learner = MirrorProx.from_theory(info, variation=4.0)  # L_f, L_g, G, H and g: the problem's
         >>> traj = ocokit.run(learner, problem, T=200)
         >>> bool(traj.constraints.sum(axis=0).max() < 1.0)
         True
@@ -449,7 +459,7 @@ class SimplexMirrorProx(AbstractMirrorProx):
         >>> import ocokit
         >>> problem = ocokit.problems.DriftingAllocation(dim=4, drift=0.0)
         >>> info = ocokit.algorithms.ProblemInfo.of(problem, 100)
-        >>> learner = SimplexMirrorProx.from_theory(info, variation=1.0, **problem.theory_constants("linf"))
+        >>> learner = SimplexMirrorProx.from_theory(info, variation=1.0)  # the problem's constants in l_inf
         >>> traj = ocokit.run(learner, problem, T=100, record_decisions=True)
         >>> bool(abs(traj.decisions.sum(axis=1) - 1).max() < 1e-6)  # every x_t on the simplex
         True
@@ -468,6 +478,7 @@ class SimplexMirrorProx(AbstractMirrorProx):
     grad0: Float[Array, " d"] | None = eqx.field(converter=_optional_array)
     known_constraints: Callable[[Array], Array] | None
     geometry: ClassVar[AbstractMirrorGeometry] = EntropicGeometry()
+    dual_norm: ClassVar[str] = "linf"
 
     def __init__(
         self,

@@ -26,10 +26,9 @@ from ocokit.problems import DriftingQuadratic
 from ocokit.studies import Cell, Fit, Plot, Runs, Sweep, per_run, regret_and_violation
 
 
-def theory(cls, *norm):
-    """``(problem, info, V) -> cls.from_theory`` with the problem's constants (in ``norm``) and known constraints."""
-    return lambda p, info, V: cls.from_theory(info, variation=V, **p.theory_constants(*norm),
-                                              known_constraints=p.fixed_constraints)  # fmt: skip
+def theory(cls):
+    """``(problem, info, V) -> cls.from_theory(info, variation=V)``: the problem's constants and constraints."""
+    return lambda p, info, V: cls.from_theory(info, variation=V)
 
 
 # label -> (make(problem, info, V), the norm of V it needs in advance (None: V is None), note)

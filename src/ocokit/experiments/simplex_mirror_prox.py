@@ -21,8 +21,8 @@ from ocokit.studies import Cell, Fit, Plot, Runs, Sweep
 
 # label -> (make(problem, info, V), the norm of V it needs in advance (None: V is None), note)
 METHODS = {
-    "SimplexMirrorProx": (theory(SimplexMirrorProx, "linf"), "linf", "Alg. 2 (entropic, nu = 1/T), V_inf known"),
-    "MirrorProx": (theory(MirrorProx, "l2"), "l2", "Alg. 1, Euclidean geometry on the simplex, V_2 known"),
+    "SimplexMirrorProx": (theory(SimplexMirrorProx), "linf", "Alg. 2 (entropic, nu = 1/T), V_inf known"),
+    "MirrorProx": (theory(MirrorProx), "l2", "Alg. 1, Euclidean geometry on the simplex, V_2 known"),
     "Hedge": (lambda p, info, V: Hedge.from_theory(info, grad_bound=1.0), None, "entropic, no constraints"),
     "OGD": (lambda p, info, V: OGD.from_theory(info), None, "Euclidean, no constraints"),
     "YuNeelyWei": (lambda p, info, V: YuNeelyWei.from_theory(info), None, "drift-plus-penalty OGD"),

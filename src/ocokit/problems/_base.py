@@ -29,6 +29,13 @@ class ProblemConstants(eqx.Module):
         strong_convexity: modulus ``alpha`` with ``f(y) >= f(x) + <grad f(x), y - x> + alpha/2 ||y - x||^2``
             (0 when the losses are merely convex).
         smoothness: Lipschitz constant of ``grad f_t`` (``nan`` when unknown).
+        constraint_smoothness: Lipschitz constant of every ``grad g_t^n`` (``L_g`` of Qiu and Wei 2020).
+        constraint_sum_bound: bound on ``sum_n |g_t^n(x)|`` over K (their ``G``; at most N ``constraint_bound``).
+        constraint_grad_sum_bound: bound on ``sum_n ||grad g_t^n(x)||`` over K (their ``H``; at most
+            N ``constraint_grad_bound``).
+
+    Gradient bounds are in the Euclidean norm; a problem that also knows them in another dual norm declares it
+    ([`constants_in`][ocokit.problems.AbstractProblem.constants_in]).
     """
 
     grad_bound: float = math.nan
@@ -37,6 +44,9 @@ class ProblemConstants(eqx.Module):
     constraint_grad_bound: float = math.nan
     strong_convexity: float = 0.0
     smoothness: float = math.nan
+    constraint_smoothness: float = math.nan
+    constraint_sum_bound: float = math.nan
+    constraint_grad_sum_bound: float = math.nan
 
 
 class AbstractProblem(eqx.Module):
@@ -128,6 +138,24 @@ class AbstractProblem(eqx.Module):
     def constants(self) -> ProblemConstants:
         """Known constants for theory-driven learner defaults (all unknown by default)."""
         return ProblemConstants()
+
+    constant_norms: ClassVar[tuple[str, ...]] = ()
+    """Dual norms besides l2 (``"linf"``, say) in which the problem also declares its constants
+    ([`constants_in`][ocokit.problems.AbstractProblem.constants_in]); none by default."""
+
+    def constants_in(self, norm: str) -> ProblemConstants:
+        """The constants with every gradient bound in the dual norm ``norm``, one of
+        [`constant_norms`][ocokit.problems.AbstractProblem.constant_norms]; a learner whose geometry is not
+        Euclidean reads them (the entropic mirror prox: ``"linf"``)."""
+        raise ValueError(f"{type(self).__name__} declares its constants in l2 only, not in {norm!r}")
+
+    constraints_fixed: ClassVar[bool] = False
+    """Whether ``g_t`` is the same known function every round
+    ([`fixed_constraints`][ocokit.problems.AbstractProblem.fixed_constraints]); ``False`` by default."""
+
+    def fixed_constraints(self, x: Float[Array, "..."]) -> Float[Array, " N"]:
+        """``g(x)``, the constraints of every round, for a problem that declares ``constraints_fixed``."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare fixed constraints (constraints_fixed)")
 
     def memory(self) -> int:
         """Number h of past decisions the loss depends on (1: no memory)."""

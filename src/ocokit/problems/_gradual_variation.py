@@ -23,6 +23,7 @@ i.i.d. ones (``V_*`` linear in T), with ``E V_* ~ 2 drift scale^2 d T`` in betwe
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from typing import Any, ClassVar
 
@@ -106,6 +107,7 @@ class AbstractDriftingProblem(AbstractProblem):
     domain: eqx.AbstractVar[AbstractSet]
     drift: eqx.AbstractVar[Float[Array, ""]]
     scale: eqx.AbstractVar[float]
+    constraints_fixed: ClassVar[bool] = True
 
     @abc.abstractmethod
     def drift_mean(self) -> Float[Array, " d"]:
@@ -237,21 +239,19 @@ class DriftingQuadratic(AbstractDriftingProblem):
         """A Slater point and its slack: ``(0, 0.3)`` (``g_k(0) <= -0.3`` for both k)."""
         return jnp.zeros((self.dim,)), 0.3
 
-    def theory_constants(self) -> dict[str, float]:
-        """``L_f, L_g, G, H`` of Assumption 2.1 (l2): ``1, 2, 1.3 + 1.32, 1 + 2 (radius + 0.4)``."""
-        r = self.radius
-        g1 = r + 0.3  # |x_1 - 0.3|
-        g2 = max((r + 0.4) ** 2 - 0.64, 0.64)  # |||x - p||^2 - q^2|
-        return {"L_f": 1.0, "L_g": 2.0, "G": g1 + g2, "H": 1.0 + 2.0 * (r + 0.4)}
-
     def constants(self) -> ProblemConstants:
+        """Assumption 2.1 of Qiu and Wei 2020 (l2): ``L_f = 1``, ``L_g = 2``, ``G = (r + 0.3) + max((r + 0.4)^2 -
+        0.64, 0.64)`` (the sum of ``|x_1 - 0.3|`` and ``|||x - p||^2 - q^2|``), ``H = 1 + 2 (r + 0.4)``."""
         r, d, s = self.radius, self.dim, self.scale
-        tc = self.theory_constants()
+        g1, g2 = r + 0.3, max((r + 0.4) ** 2 - 0.64, 0.64)  # |x_1 - 0.3|, |||x - p||^2 - q^2|
         return ProblemConstants(
             grad_bound=r + math.hypot(0.7, 0.4) + s * (math.sqrt(2 * d) + 4.0),  # w.h.p. bound on ||x - b_t||
             constraint_bound=max(r + 0.3, (r + 0.4) ** 2 - 0.64, 0.64),
             constraint_grad_bound=2.0 * (r + 0.4),
-            smoothness=tc["L_f"],
+            smoothness=1.0,
+            constraint_smoothness=2.0,
+            constraint_sum_bound=g1 + g2,
+            constraint_grad_sum_bound=1.0 + 2.0 * (r + 0.4),
         )
 
 
@@ -348,19 +348,21 @@ class DriftingAllocation(AbstractDriftingProblem):
         """A Slater point and its slack: ``(e_1, budget)``."""
         return jnp.zeros((self.dim,)).at[0].set(1.0), self.budget
 
-    def theory_constants(self, norm: str = "linf") -> dict[str, float]:
-        """``L_f, L_g, G, H`` (linear losses and constraint: ``L_f = L_g = 0``; ``H = ||c||_*``)."""
-        _checks.one_of("norm", norm, _NORMS)
-        B = self.budget
-        H = 1.0 if norm == "linf" else self._price_norm()
-        return {"L_f": 0.0, "L_g": 0.0, "G": max(B, 1.0 - B), "H": H}
-
     def _price_norm(self) -> float:
         """``||c||_2`` of ``c_i = i / (d - 1)``, from the static dimension (usable under jit)."""
         d = self.dim
         return math.sqrt((d - 1) * d * (2 * d - 1) / 6) / (d - 1)
 
+    constant_norms: ClassVar[tuple[str, ...]] = ("linf",)
+
+    def constants_in(self, norm: str) -> ProblemConstants:
+        """The constants in l_inf (Algorithm 2's dual norm): ``||l_t||_inf <= 1``, ``H = ||c||_inf = 1``."""
+        _checks.one_of("norm", norm, self.constant_norms)
+        return dataclasses.replace(self.constants(), grad_bound=1.0, constraint_grad_bound=1.0,
+                                   constraint_grad_sum_bound=1.0)  # fmt: skip
+
     def constants(self) -> ProblemConstants:
+        """Linear losses and constraint (``L_f = L_g = 0``), ``G = max(B, 1 - B)``, ``H = ||c||_2``."""
         B = self.budget
         return ProblemConstants(
             grad_bound=math.sqrt(self.dim),  # ||l_t||_2 with l_t in [0, 1]^d (1 in l_inf)
@@ -368,4 +370,7 @@ class DriftingAllocation(AbstractDriftingProblem):
             constraint_bound=max(B, 1.0 - B),
             constraint_grad_bound=self._price_norm(),
             smoothness=0.0,
+            constraint_smoothness=0.0,
+            constraint_sum_bound=max(B, 1.0 - B),
+            constraint_grad_sum_bound=self._price_norm(),
         )
