@@ -31,6 +31,7 @@ def regret_vs_T(**sweep) -> Experiment:
     )  # fmt: skip
 
 
+@pytest.mark.integration
 def test_a_new_study_over_a_grid_is_a_declaration(tmp_path):
     report = regret_vs_T().run(T=400, seeds=3, out=tmp_path)
     assert report.new_runs == 8 and [c.holds for c in report.claims] == [True]  # 2 learners x 4 horizons
@@ -45,6 +46,7 @@ def test_a_new_study_over_a_grid_is_a_declaration(tmp_path):
     assert regret_vs_T().run(T=400, seeds=3, out=tmp_path).new_runs == 0
 
 
+@pytest.mark.integration
 def test_prefix_runs_equal_separate_runs(tmp_path):
     separate = regret_vs_T().run(T=96, seeds=2, out=tmp_path / "a").summary
     prefix = regret_vs_T(prefix=True).run(T=96, seeds=2, out=tmp_path / "b").summary
@@ -67,6 +69,7 @@ def test_fit_is_the_growth_exponent_or_a_linear_slope_of_the_chosen_cells():
     assert Fit("violation", "T")(entry) == {} and Fit("regret", "V")(entry) == {}  # not measured
 
 
+@pytest.mark.integration
 def test_the_algorithms_option_chooses_among_the_declared_labels(tmp_path):
     exp = dataclasses.replace(regret_vs_T(), options=(ALGORITHMS,))
     with pytest.raises(ValueError, match=r"among \['OGD', 'OFW'\]"):

@@ -185,7 +185,7 @@ def _measure(runs: Runs) -> dict[str, np.ndarray]:
 
 def _plot(family: str, what: str) -> Plot:
     panels = tuple((s.title, "regret", s.key) for s in SETTINGS if s.family == family)
-    title = f"static regret at horizon T (mean +- std over seeds), {what} ({{paper}})"
+    title = f"static regret at horizon T, {what} ({{paper}})"
     return Plot(f"-{family}", title, panels, kwargs={"logy": [p[0] for p in panels]})
 
 
