@@ -60,7 +60,7 @@ def test_fit_is_the_growth_exponent_or_a_linear_slope_of_the_chosen_cells():
     x = [1.0, 2.0, 4.0, 8.0, 16.0]
     entry = {"regret": {"T": {"x": x, "mean": [3 * v**0.5 for v in x], "median": [2 - v for v in x]}}}
     fit = Fit("regret", "T")(entry)["regret_exponent_T"]
-    assert fit["mean"] == pytest.approx(0.5) and fit["std"] == pytest.approx(0.0, abs=1e-12)
+    assert fit["mean"] == pytest.approx(0.5) and fit["se"] == pytest.approx(0.0, abs=1e-12)
     assert fit["mean"] == pytest.approx(metrics.growth_exponent(x, entry["regret"]["T"]["mean"])[0])
     linear = Fit("regret", "T", stat="median", log=False)(entry)["regret_slope_T"]
     assert linear["mean"] == pytest.approx(-1.0) and linear["r2"] == pytest.approx(1.0)

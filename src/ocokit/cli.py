@@ -313,11 +313,8 @@ def print_report(
         for k, v in stats.items():
             if isinstance(v, dict) and "mean" in v and k not in metric_names:
                 metric_names.append(k)
-    rows = [
-        [m.replace("_", " "), *(f"{_fmt(st[m]['mean'])} ± {_fmt(st[m]['std'])}" if m in st else "-"
-                                for st in algos.values())]
-        for m in metric_names
-    ]  # fmt: skip
+    rows = [[m.replace("_", " "), *(_mean_spread(st[m]) if m in st else "-" for st in algos.values())]
+            for m in metric_names]  # fmt: skip
     rows.append(["seeds", *(_seeds_of(st, report_json) for st in algos.values())])
     wall = [f"{st['wall_seconds_per_round']:.2e}" if "wall_seconds_per_round" in st else "-" for st in algos.values()]
     rows.append(["wall s / round (incl. compile)", *wall])
@@ -330,6 +327,13 @@ def print_report(
         smaller = _smaller_than_default(report_json, default_T, default_seeds)
         if smaller:
             console.print(smaller, markup=False, highlight=False, soft_wrap=True)
+
+
+def _mean_spread(stats: dict) -> str:
+    """``mean ± std`` of a metric over the seeds, or ``slope (se s)`` of a fit (its standard error)."""
+    if "se" in stats:
+        return f"{_fmt(stats['mean'])} (se {_fmt(stats['se'])})"
+    return f"{_fmt(stats['mean'])} ± {_fmt(stats['std'])}"
 
 
 def _smaller_than_default(report_json: dict, default_T: int | None, default_seeds: int | None) -> str | None:

@@ -203,7 +203,7 @@ class Fit:
     Log-log ([`ocokit.metrics.growth_exponent`][ocokit.metrics.growth_exponent]) or, ``log=False``, linear
     ([`ocokit.metrics.linear_fit`][ocokit.metrics.linear_fit]),
     over the cells with ``x > above``; ``entry[f"{measure}_exponent_{axis}"]`` (``_slope_`` when linear) is
-    ``{"mean": slope, "std": its standard error, "r2": R^2}``, left out when fewer than three cells qualify or a
+    ``{"mean": slope, "se": its standard error, "r2": R^2}``, left out when fewer than three cells qualify or a
     log-log fit meets a value <= 0 (a claim reading it then reports "not measured").
     """
 
@@ -227,7 +227,7 @@ class Fit:
         if xs.size < 3 or not np.all(np.isfinite(ys)) or (self.log and np.any(ys <= 0)):
             return {}
         slope, se, r2 = metrics.linear_fit(np.log(xs), np.log(ys)) if self.log else metrics.linear_fit(xs, ys)
-        return {self.key: {"mean": slope, "std": se, "r2": r2}}
+        return {self.key: {"mean": slope, "se": se, "r2": r2}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,14 +295,15 @@ class Sweep:
         cells, summary, values = list(self.grid(ctx)), {}, {}
         axes = list(dict.fromkeys(c.axis for c in cells))
         for algo in select(exp.algorithms, ctx.options.get("algorithms")):
-            entry, seconds = {}, []
+            entry, seconds, seeds = {}, [], 0
             for axis in axes:
                 plan = [(c, self._learner(algo, c, ctx)) for c in cells if c.axis == axis]
                 plan = [(c, learner) for c, learner in plan if learner is not None]
                 if not plan:
                     continue
                 stored = self._play(ctx, algo, axis, plan)
-                seconds += [meta["wall_seconds"] for _, meta in stored]
+                seconds += [meta["wall_seconds_per_round"] for _, meta in stored]
+                seeds = max(seeds, *(len(c["seed"]) for c, _ in stored))
                 for m in (k for k in stored[0][0] if k != "seed"):
                     per_cell = [metrics.quartiles(c[m]) | _counts(c[m]) for c, _ in stored]
                     entry.setdefault(m, {})[axis] = {"x": [c.x for c, _ in plan]} | {
@@ -312,7 +313,8 @@ class Sweep:
             if entry:
                 for fit in self.fits:
                     entry.update(fit(entry))
-                summary[algo.label] = entry | {"wall_seconds_per_run": float(np.mean(seconds)), "note": algo.note}
+                timing = {"wall_seconds_per_round": float(np.mean(seconds)), "seeds": seeds}
+                summary[algo.label] = entry | timing | {"note": algo.note}
         figures = [self._figure(exp, ctx, cells, plot, values) for plot in self.plots]
         return Outcome(summary | (self.extra(exp, ctx) if self.extra else {}), figures)
 
@@ -342,7 +344,7 @@ class Sweep:
         traj = jax.tree.map(np.asarray, traj)
         return self._record(Runs(label, learner, cell, np.asarray(seeds), traj.loss, traj.constraints,
                                  traj.diagnostics, traj.comparator_loss, traj.optimum_loss, traj.first_bad_round),
-                            seconds * cell.T)  # fmt: skip
+                            seconds)  # fmt: skip
 
     def _prefix(self, label: str, plan, ids) -> dict[int, tuple[dict, dict]]:
         """Every cell of one axis from one run of its largest horizon (``prefix`` above)."""
@@ -362,12 +364,12 @@ class Sweep:
             runs = Runs(label, learner, cell, np.asarray(ids[i]), cut.loss[:, :Tb], cut.constraints[:, :Tb],
                         {k: v[:, :Tb] for k, v in cut.diagnostics.items()},
                         None if best is None else best[rows, i, :Tb], None, cut.first_bad_round)  # fmt: skip
-            done[i] = self._record(runs, seconds * T)
+            done[i] = self._record(runs, seconds)
         return done
 
     def _record(self, runs: Runs, seconds: float) -> tuple[dict, dict]:
         columns = {k: np.asarray(v, float) for k, v in self.measure(runs).items()}
-        return {"seed": runs.seeds} | columns, {"wall_seconds": seconds}
+        return {"seed": runs.seeds} | columns, {"wall_seconds_per_round": seconds}
 
     def _figure(self, exp: Experiment, ctx: Context, cells: Sequence[Cell], plot: Plot, values) -> Figure:
         curves, drawn = {}, [[c for c in cells if c.axis == axis] for _, _, axis, *_ in plot.panels]

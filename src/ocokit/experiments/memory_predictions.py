@@ -225,7 +225,7 @@ def _horizon_sublinear(summary) -> tuple[str, bool]:
     if Ts.size < 3:
         return f"not measured (needs >= 3 horizons, got {Ts.size})", False
     fit, ratio = entry["regret_exponent_T"], (reg[-1] / Ts[-1]) / (reg[0] / Ts[0])
-    slope, se = fit["mean"], fit["std"]
+    slope, se = fit["mean"], fit["se"]
     text = f"truncated two-point: Reg ~ T^{slope:.2f} (se {se:.2f}); Reg/T at T={Ts[-1]:g} is {ratio:.2f}x "
     text += f"that at T={Ts[0]:g}"
     return text, slope < 1.0 and ratio < 1.0

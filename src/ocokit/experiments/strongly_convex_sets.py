@@ -128,7 +128,7 @@ _S = {s.key: s for s in SETTINGS}
 
 def _exponent(summary: Summary, algorithm: str, setting: str) -> tuple[float, float]:
     fit = summary[algorithm][f"regret_exponent_{setting}"]  # KeyError: not run, or regret not positive (no fit)
-    return fit["mean"], fit["std"]
+    return fit["mean"], fit["se"]
 
 
 def _at_most(algorithm: str, bound: float, *settings: str) -> Callable[[Summary], tuple[str, bool]]:
