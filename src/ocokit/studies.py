@@ -257,10 +257,9 @@ class Sweep:
     Each (algorithm, cell) is one stored run (a row per seed) holding the columns of ``measure(runs)`` (default
     `regret_and_violation`), computed where the run is played. The summary entry of an algorithm holds, per
     measure and axis, the cells' ``x`` and the per-cell statistics over seeds of the finite values
-    ([`ocokit.metrics.quartiles`][ocokit.metrics.quartiles]: mean, std, median, quartiles; ``max``; ``runs`` and
-    ``finite``
-    counts), and each [`Fit`][ocokit.experiments.Fit]. Claims read that entry; each [`Plot`][ocokit.experiments.Plot]
-    draws panels from it.
+    ([`ocokit.metrics.quartiles`][ocokit.metrics.quartiles]: mean, std, median, quartiles; ``max``; the counts
+    ``runs`` and ``finite``), each [`Fit`][ocokit.experiments.Fit], the number of seeds and the wall time per
+    round. Claims read that entry; each [`Plot`][ocokit.experiments.Plot] draws panels from it.
 
     Args:
         grid: the cells, from the run's context (sizes and options).

@@ -22,8 +22,6 @@ Reference (paper 002): L. Ye, Z. Wang, Z.-W. Liu, M. Chi, X. Wang, H. Su, "Onlin
 and Limited Predictions", arXiv:2410.23574 (v1), 2024.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 from typing import Any, ClassVar
@@ -135,7 +133,7 @@ class BanditOCOMemory(AbstractMemoryLearner):
         _checks.one_of("estimator", self.smoothing.estimator, VALUE_ESTIMATORS)  # values only: no "exact"
 
     @classmethod
-    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> BanditOCOMemory:
+    def from_theory(cls, info: ProblemInfo, **overrides: Any) -> "BanditOCOMemory":
         """Theorem 1's parameters: ``eta_t = 1/(t mu)``, ``delta = 1/sqrt(T)``, Definition 1's truncation.
 
         Needs ``constants.strong_convexity = mu > 0``; ``overrides`` give it by name, or constructor arguments
@@ -203,12 +201,12 @@ class _OCOMLPState(eqx.Module):
         """Whether index k is in ``1..T`` (``l_k = 0`` outside: not queried; block k outside: not updated)."""
         return (k >= 1) & (k <= self.horizon)
 
-    def reset(self) -> _OCOMLPState:
+    def reset(self) -> "_OCOMLPState":
         """The state with the per-update counters cleared."""
         zero = jnp.zeros_like(self.oracle_calls)
         return eqx.tree_at(lambda s: (s.oracle_calls, s.lookahead, s.flagged), self, (zero, zero - 1, zero))
 
-    def account(self, k: Array, oracle: Predictions, points: int) -> _OCOMLPState:
+    def account(self, k: Array, oracle: Predictions, points: int) -> "_OCOMLPState":
         """The counters after ``points`` queries of round k (none outside ``1..T``)."""
         used = self.within(k)
         counters = (

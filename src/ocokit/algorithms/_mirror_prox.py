@@ -8,8 +8,6 @@ prox steps are the geometries of `_mirror`; each learner gives only its bound on
 ``alpha_t`` (Theorem 4.1 or 6.1) and its prox centre.
 """
 
-from __future__ import annotations
-
 import abc
 import math
 from collections.abc import Callable, Mapping
@@ -172,7 +170,7 @@ class AbstractMirrorProx(AbstractLearner):
         G: float | None = None,
         H: float | None = None,
         **overrides: Any,
-    ) -> AbstractMirrorProx:
+    ) -> "AbstractMirrorProx":
         """``M = max{V, L_f^2}``, ``eta = M^{-1/2}``, ``gamma = M^{1/4}`` (Theorems 4.1/4.2 for Algorithm 1,
         6.1 for Algorithm 2), and the learner's own `theory_parameters` (``rho``; ``nu = 1/T``).
 

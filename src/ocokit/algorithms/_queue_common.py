@@ -15,8 +15,6 @@ References:
     Dynamics of Both Loss and Constraint. AAAI 2025 (paper 003), Algorithm 1, problem ``P_t``.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -106,7 +104,7 @@ class QueueState(eqx.Module):
     domain: Any  # X, from the learner's info
 
     @classmethod
-    def initial(cls, x: Array, num_constraints: int, queue0: Any, domain: AbstractSet) -> QueueState:
+    def initial(cls, x: Array, num_constraints: int, queue0: Any, domain: AbstractSet) -> "QueueState":
         """The state before round 1: ``x_1 = x``, a queue filled with ``queue0``, no rounds absorbed.
 
         A learner whose state carries more (Yi et al. 2021's steps) holds this state as a field.

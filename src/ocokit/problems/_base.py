@@ -1,7 +1,5 @@
 """The problem (environment) contract: round data, loss, constraints, constants and comparators."""
 
-from __future__ import annotations
-
 import abc
 import math
 from typing import Any, ClassVar

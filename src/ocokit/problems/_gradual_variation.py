@@ -20,8 +20,6 @@ numbers hold): ``drift = 0`` gives static losses (``V_* = O(1)``, only the t = 1
 i.i.d. ones (``V_*`` linear in T), with ``E V_* ~ 2 drift scale^2 d T`` in between.
 """
 
-from __future__ import annotations
-
 import abc
 import dataclasses
 import math
