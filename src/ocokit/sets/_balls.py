@@ -221,7 +221,7 @@ class LpBall(_AbstractNormBall):
     ``w_i + mu w_i^(p-1) = |y_i|`` (mu = p * the multiplier) and ``sum_i w_i^p = r^p``. ocokit bisects
     on ``log mu`` over ``[log mu_max - L, log mu_max]`` (``mu_max = ||y||_q / r^(p-1)`` is feasible,
     ``L = log(finfo.max / finfo.tiny)``, 1417 in float64) for 64 steps (32 in float32), solving each
-    ``w_i`` by Newton in log space (12 steps; see ``_log_newton_root``), and returns ``w(mu_hi)``
+    ``w_i`` by Newton in log space (12 steps), and returns ``w(mu_hi)``
     rescaled so that ``||x||_p <= r`` (to rounding). Accuracy: ``log mu`` to ``L 2^-64 ~ 1e-16``
     (float32: ``~4e-8``); the tests check the KKT residual ``||y - x - mu sign(x) |x|^(p-1)||`` is below
     ``1e-12 ||y||`` for p from 1.01 to 20 and ``||y||_p / r`` from ``1 + 1e-6`` to ``1e8``, and that x is
