@@ -130,7 +130,7 @@ class AbstractBanditTVC(AbstractLyapunovLearner):
 
 
 class BFWTVC(AbstractBanditTVC):
-    r"""BFW-TVC: Bandit Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 3).
+    r"""BFW-TVC: Bandit Frank-Wolfe with Time-Varying Constraints (Wang, Wan and Zhang, AAAI 2025, Alg. 3).
 
     Round t plays ``x_t = y_t + delta u_t`` (``u_t`` uniform on the unit sphere, ``y_t = hat y_m`` in
     ``K_delta = (1 - delta/r) K``, eq. 20) and forms ``tilde nabla_t = (d/delta) tilde f_t(x_t) u_t``
@@ -211,7 +211,8 @@ class BFWTVC(AbstractBanditTVC):
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **overrides: Any) -> "BFWTVC":
-        """Theorem 3 of 000 with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred): ``delta < r``.
+        """Theorem 3 of Wang, Wan and Zhang with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred):
+        ``delta < r``.
 
         ``beta = 1/C_2``, ``C_2 = 2^4 G (cD/r + 3c + 1 + 2cD/(dM) + dMD/c)``, ``gamma = 1``, ``K = T^{1/2}``,
         ``epsilon = 4 D^2 T^{-1/2}``, ``eta = c D/(d M T^{3/4})``, ``lam = 1/(2 T^{3/4})``; M is the problem's
@@ -281,7 +282,7 @@ class BFWTVC(AbstractBanditTVC):
 
 
 class SCBFWTVC(AbstractBanditTVC):
-    r"""SCBFW-TVC: strongly convex Bandit Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 4).
+    r"""SCBFW-TVC: strongly convex Bandit Frank-Wolfe with Time-Varying Constraints (Wang, Wan and Zhang, Alg. 4).
 
     Plays and estimates as [`BFWTVC`][ocokit.algorithms.BFWTVC] (eqs. 20-21). At the end of block m (round ``t = mK``),
     with
@@ -364,7 +365,8 @@ class SCBFWTVC(AbstractBanditTVC):
         theory: str = "proof",
         **overrides: Any,
     ) -> "SCBFWTVC":
-        """Theorem 4 of 000: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default), ``Phi = x^2``.
+        """Theorem 4 of Wang, Wan and Zhang: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default),
+        ``Phi = x^2``.
 
         ``theory="proof"``: ``beta = 1``, ``gamma = 16 (8 log T^{1/3} + C_3') G^2 T^{2/3} / alpha_f`` with
         ``C_3' = 8 + 3c + cD/r + 12D``; ``theory="statement"``: ``beta = 1/(G D T^{2/3})``,

@@ -72,7 +72,7 @@ class _BanditOCOMemoryState(eqx.Module):
 
 
 class BanditOCOMemory(AbstractMemoryLearner):
-    r"""Bandit OCO with memory (paper 002, Algorithm 1's initialisation phase, subroutine (a), on its own).
+    r"""Bandit OCO with memory (Ye et al., arXiv 2024: Algorithm 1's initialisation phase, subroutine (a), on its own).
 
     Update, with ``w_t = (x_{t-h+1}, ..., x_t)`` the window of played decisions and ``u_t`` a fresh
     smoothing direction:
@@ -224,7 +224,7 @@ class _OCOMLPState(eqx.Module):
 
 
 class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
-    r"""Algorithm 1 of paper 002, "OCO with Memory and Limited Predictions" (bandit OCO + pipelined ZO-PGD).
+    r"""Algorithm 1 of Ye et al., "OCO with Memory and Limited Predictions" (bandit OCO + pipelined ZO-PGD).
 
     At iteration t (Algorithm 1's loop, t = 2 - W, ..., T; iteration t + 1 runs after round t is played):
 

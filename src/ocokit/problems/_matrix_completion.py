@@ -70,7 +70,7 @@ def synthetic_low_rank_ratings(
 
 
 class OnlineMatrixCompletion(AbstractProblem):
-    """Online matrix completion with time-varying trace constraints (paper 000, section "Experiments").
+    """Online matrix completion with time-varying trace constraints (Wang, Wan and Zhang, AAAI 2025, "Experiments").
 
     The target ``M in R^{m x n}`` is observed on a set O of entries (a ratings matrix). Round t:
 

@@ -228,7 +228,7 @@ class LpBall(_AbstractNormBall):
     at least as close to y as CVXPY's solution. Cost: O(d) per step, 64 x 13 vectorised steps.
 
     Geometry: ``diameter = 2 radius d^max(0, 1/2 - 1/p)``, ``inner_radius = radius d^min(0, 1/2 - 1/p)``,
-    ``center = 0``. For ``p in (1, 2]`` K is an ``alpha_K``-strongly convex set w.r.t. l2 (paper 001,
+    ``center = 0``. For ``p in (1, 2]`` K is an ``alpha_K``-strongly convex set w.r.t. l2 (Wan and Zhang,
     Def. 3 and the example after it, citing Garber and Hazan 2015, Cor. 1) with
     ``alpha_K = (p - 1) d^(1/2 - 1/p) / radius`` ([`strong_convexity`][ocokit.sets.LpBall.strong_convexity]); for ``p >
     2`` the boundary
@@ -252,7 +252,7 @@ class LpBall(_AbstractNormBall):
     References:
         D. Garber and E. Hazan, "Faster rates for the Frank-Wolfe method over strongly-convex sets",
         ICML 2015. Y. Wan and L. Zhang, "Projection-free online learning over strongly convex sets",
-        AAAI 2021 (paper 001).
+        AAAI 2021.
     """
 
     p: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.5)
