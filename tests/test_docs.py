@@ -153,6 +153,29 @@ def test_no_raw_sphinx_role_in_the_site(site):
     assert not found, f"{len(found)} raw roles (convert them: docstrings use autorefs links):\n" + "\n".join(found)
 
 
+PRIVATE_NAME = re.compile(r'<(?:span|a)\b[^>]*\btitle="[A-Za-z_][\w.]*"[^>]*>\s*(?:<code>)?\s*(_[A-Za-z]\w*)')
+"""A Python name rendered by mkdocstrings (it carries the object's path in ``title``) that starts with ``_``: a
+private class shown as a base or an annotation, a private constant shown as a default, a link to a private name."""
+
+
+def test_private_name_is_caught():
+    base = '<p class="doc doc-class-bases">Bases: <code><span title="ocokit.sets._balls._AbstractNormBall">'
+    assert PRIVATE_NAME.search(base + "_AbstractNormBall</span></code></p>")
+    default = '<span class="o">=</span><span class="n"><span title="ocokit.problems._qp._POSITIVE_WINDOWS">'
+    assert PRIVATE_NAME.search(default + "_POSITIVE_WINDOWS</span></span>")
+    assert not PRIVATE_NAME.search('<span title="ocokit.sets.AbstractSet">AbstractSet</span>, <code>_slope_</code>')
+    assert not PRIVATE_NAME.search('<a href="#x" class="headerlink" title="Permanent link">&para;</a>')
+
+
+def test_no_private_name_in_the_site(site):
+    """Bases, defaults and annotations name public objects only (``docs/_hooks/griffe_public.py`` rewrites them)."""
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        for match in PRIVATE_NAME.finditer(page.read_text(encoding="utf-8")):
+            found.append(f"{page.relative_to(site)}: {match.group(1)}")
+    assert not found, f"{len(found)} private names shown:\n" + "\n".join(found)
+
+
 def test_committed_figures_are_small_and_belong_to_registered_experiments():
 
     figures = sorted((ROOT / "docs" / "figures").glob("*.png"))

@@ -148,6 +148,32 @@ def _table_cell(text: str) -> str:
     return text.replace("|", r"\|").replace("\n", " ")
 
 
+class _Shown(str):
+    """An annotation as the page shows it: its text, unquoted."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _shown_annotation(annotation):
+    """A class by its name (``ProblemInfo``, not ``ocokit.algorithms._base.ProblemInfo``), a string unquoted."""
+    if annotation is inspect.Parameter.empty:
+        return annotation
+    if isinstance(annotation, type):
+        return _Shown(annotation.__qualname__)
+    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    return _Shown(re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_]\w*)", "", text))
+
+
+def public_signature(function) -> str:
+    """``inspect.signature(function)`` with annotations by their names: no module path, no private module."""
+    signature = inspect.signature(function)
+    parameters = [p.replace(annotation=_shown_annotation(p.annotation)) for p in signature.parameters.values()]
+    return str(
+        signature.replace(parameters=parameters, return_annotation=_shown_annotation(signature.return_annotation))
+    )
+
+
 # ------------------------------------------------------------------------------------------ measurement
 
 COST_T = 100
@@ -223,7 +249,7 @@ def algorithm_page(cls: type, used_in: list[str]) -> str:
         ]
     lines += [rst_to_markdown(_summary(cls)), ""]
     theory = getattr(cls, "from_theory", None)
-    signature = f"{name}.from_theory{inspect.signature(theory)}" if theory is not None else "(none)"
+    signature = f"{name}.from_theory{public_signature(theory)}" if theory is not None else "(none)"
     experiments_cell = ", ".join(f"[{e}](../experiments/{e}.md)" for e in used_in) or "(none registered)"
     lines += [
         "| | |",

@@ -243,7 +243,8 @@ def load_nyiso_5min(path: str | os.PathLike, zones: Sequence[str] | None = None)
     """NYISO real-time 5-minute zonal LBMP export (``Time Stamp,Name,PTID,LBMP ($/MWHr),...``).
 
     Returns the ``(slots, zones)`` price matrix (slots in file order of time stamps) and the zone names
-    (``zones`` in that order, or every zone in the file sorted). This is the data of paper 003's Fig. 4.
+    (``zones`` in that order, or every zone in the file sorted). This is the data of Fig. 4 of Wang, Yan and Liu
+    (AAAI 2025).
     """
     file = Path(path)
     if not file.is_file():

@@ -9,15 +9,15 @@ Feedback kinds (a learner declares one as its class attribute ``feedback``):
   feedback; [`ZerothOrder`][ocokit.feedback.ZerothOrder]). A learner counts its own queries in its state.
 * ``PREDICTIONS``: a prediction oracle ([`Predictions`][ocokit.feedback.Predictions]): values of a model ``l_k`` of the
   costs of
-  upcoming rounds ``k``, at windows the learner picks, within a look-ahead window (paper 002). Such a learner
-  also gets the oracle of round 0 before round 1 ([`before_round_one`][ocokit.feedback.before_round_one], through
-  ``AbstractLearner.prepare``).
+  upcoming rounds ``k``, at windows the learner picks, within a look-ahead window (Ye et al., arXiv 2024). Such a
+  learner also gets the oracle of round 0 before round 1 ([`before_round_one`][ocokit.feedback.before_round_one],
+  through ``AbstractLearner.prepare``).
 
 Gradient estimators (one-point sphere, two-point, smoothing laws) take a loss-value function and a key,
 so every zeroth-order or bandit learner reuses the same code. Smoothing directions come from one sampler,
 [`sample_direction`][ocokit.feedback.sample_direction], with the laws of `SMOOTHING_LAWS` (uniform on the sphere,
 Gaussian,
-truncated Gaussian of paper 002 Definition 1, Rademacher/Bernoulli);
+truncated Gaussian of Ye et al.'s Definition 1, Rademacher/Bernoulli);
 [`direction_variance`][ocokit.feedback.direction_variance] gives the
 per-coordinate second moment ``E[u_i^2]`` that scales the estimators' expectation.
 """
@@ -132,7 +132,7 @@ class Predictions(eqx.Module):
     Built by the engine after round ``t`` (and once before round 1, with ``t = 0``) for a learner whose
     feedback kind is ``PREDICTIONS``; it serves the coming round ``now = t + 1``. Round k's data is
     ``problem.round_data(episode, fold_in(env_key, k), k)``, the very data the engine uses at round k, and
-    ``l_k(w) = problem.prediction(data_k, w)`` (paper 002, Assumption 3: ``|l_k - f_k| <= phi_k``; by
+    ``l_k(w) = problem.prediction(data_k, w)`` (Ye et al., Assumption 3: ``|l_k - f_k| <= phi_k``; by
     default the exact ``f_k``). A window ``w`` has shape
     ``(h, *domain.shape)``, oldest decision first (``h = problem.memory()``).
 
@@ -204,7 +204,7 @@ class Predictions(eqx.Module):
     def value_and_grad(self, k: Array, window: Array) -> tuple[Array, Array]:
         """``(l_k(window), grad l_k(window))``; ``nan`` outside the window.
 
-        First-order predictions are outside paper 002's setting (values only, its Remark 1): this is the
+        First-order predictions are outside the setting of Ye et al. (values only, its Remark 1): this is the
         full-information reference (Li, Qu and Li's receding-horizon gradient setting) used for reductions
         and tests.
         """
@@ -312,7 +312,7 @@ def smoothing_law(law: str) -> str:
 
 
 def truncated_gaussian_half_width(d: int, h: int = 1) -> float:
-    """Definition 1 of paper 002: coordinates truncated to ``[-a, a]``, ``a = (2 d^2 (2h - 1))^(-1/4)``.
+    """Definition 1 of Ye et al. (arXiv 2024): coordinates truncated to ``[-a, a]``, ``a = (2 d^2 (2h - 1))^(-1/4)``.
 
     ``d`` is the decision dimension and ``h`` the memory; then ``||u||^4 <= 1 / (2 (2h - 1))``, the bound
     the proofs of Theorems 1-2 use. The paper's experiments use ``a = 2`` instead (Sec. 5).
@@ -341,7 +341,7 @@ def truncated_gaussian_moments(half_width: Any) -> tuple[Array, Array, Array]:
 def sample_truncated_gaussian(key: PRNGKeyArray, shape: tuple[int, ...], half_width: Any, dtype: Any = None) -> Array:
     """Independent N(0, 1) coordinates truncated to ``[-a, a]``, by inverse CDF (exact for any ``a > 0``).
 
-    ``u_i = Phi^{-1}(Phi(-a) + U_i (Phi(a) - Phi(-a)))`` with ``U_i`` uniform on (0, 1) (paper 002,
+    ``u_i = Phi^{-1}(Phi(-a) + U_i (Phi(a) - Phi(-a)))`` with ``U_i`` uniform on (0, 1) (Ye et al.,
     Definition 1; the truncation is a box per coordinate, not a ball), computed as
     ``sqrt(2) erfinv(kappa (2 U_i - 1))`` with ``kappa = erf(a / sqrt 2)`` (``Phi^{-1}(q) = sqrt 2 erfinv(2q - 1)``).
     """
@@ -363,10 +363,10 @@ def sample_direction(
       estimators.
     * ``"gaussian"``: i.i.d. N(0, 1) coordinates (Nesterov and Spokoiny 2017; exact Stein identity).
     * ``"truncated_gaussian"``: i.i.d. N(0, 1) truncated to ``[-half_width, half_width]``
-      ([`sample_truncated_gaussian`][ocokit.feedback.sample_truncated_gaussian]; paper 002 Definition 1 with
+      ([`sample_truncated_gaussian`][ocokit.feedback.sample_truncated_gaussian]; Ye et al.'s Definition 1 with
       ``truncated_gaussian_half_width``, or
       the experiments' ``half_width = 2``). ``half_width`` is required and may be a traced array.
-    * ``"rademacher"`` (alias ``"bernoulli"``): i.i.d. +-1 with probability 1/2 each (paper 002, Sec. 5).
+    * ``"rademacher"`` (alias ``"bernoulli"``): i.i.d. +-1 with probability 1/2 each (Ye et al., Sec. 5).
 
     With a Gaussian-type law, the two-point estimator's mean is ``E[u u^T] grad f = direction_variance *
     grad f`` for a quadratic f (exactly), so it is unbiased only when that variance is 1.
@@ -407,6 +407,6 @@ def one_point_estimate(value: Array, u: Array, delta: Array, scale: Array | floa
 
     With ``u`` on the sphere and ``scale = n`` this is
     [`one_point_sphere_estimate`][ocokit.feedback.one_point_sphere_estimate] (Flaxman et al.);
-    with Gaussian-type directions use ``scale = 1`` (paper 002's single-point variant, Sec. 5).
+    with Gaussian-type directions use ``scale = 1`` (Ye et al.'s single-point variant, Sec. 5).
     """
     return scale * value / delta * u

@@ -2,7 +2,7 @@
 
 Every per-round metric returns the running value after each round t = 1..T (shape ``(..., T)``, so
 batched trajectories work unchanged); the final value is ``metric[..., -1]``. Definitions follow
-DESIGN.md and paper 003 section 3.2:
+DESIGN.md and Wang, Yan and Liu (AAAI 2025), section 3.2:
 
 * cumulative loss ``sum_{s<=t} f_s(x_s)``;
 * static regret ``sum_{s<=t} f_s(x_s) - f_s(x*)`` against the best fixed point feasible for all rounds;
@@ -68,7 +68,7 @@ def time_average_hard_violation(traj: Trajectory) -> np.ndarray:
 
 
 def soft_violation(traj: Trajectory) -> np.ndarray:
-    """``sum_n [sum_{s<=t} g_s^n(x_s)]_+`` (paper 003 eq. 4)."""
+    """``sum_n [sum_{s<=t} g_s^n(x_s)]_+`` (Wang, Yan and Liu, eq. 4)."""
     return np.maximum(np.cumsum(_np(traj.constraints), axis=-2), 0.0).sum(axis=-1)
 
 

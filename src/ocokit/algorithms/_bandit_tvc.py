@@ -130,17 +130,25 @@ class AbstractBanditTVC(AbstractLyapunovLearner):
 
 
 class BFWTVC(AbstractBanditTVC):
-    """BFW-TVC: Bandit Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 3).
+    r"""BFW-TVC: Bandit Frank-Wolfe with Time-Varying Constraints (Wang, Wan and Zhang, AAAI 2025, Alg. 3).
 
     Round t plays ``x_t = y_t + delta u_t`` (``u_t`` uniform on the unit sphere, ``y_t = hat y_m`` in
     ``K_delta = (1 - delta/r) K``, eq. 20) and forms ``tilde nabla_t = (d/delta) tilde f_t(x_t) u_t``
     (eq. 21).
     At the end of block m (``t mod K = 0``), with ``hat nabla_m`` the sum of the block's K estimates:
 
-        while G~_k < beta G (gamma + Phi'(beta Q_t)):  G~_{k+1} = 2 G~_k;  b_k = m  (re-anchor at hat y_m)
-        F_{b_k:m}(y) = eta_k sum_{tau=b_k}^{m} <hat nabla_tau, y> + ||y - hat y_{b_k}||^2   (eqs. 22-23)
-        repeat FW with exact line search over K_delta from hat y_m until
-            <grad F(y~_tau), y~_tau - v_tau> <= epsilon;   hat y_{m+1} = y~_{tau+1}              (eqs. 24-26)
+    \[
+    \begin{aligned}
+    &\textbf{while } \tilde G_k < \beta G \big(\gamma + \Phi'(\beta Q_t)\big):\quad
+        \tilde G_{k+1} = 2 \tilde G_k,\ b_k = m && \text{(re-anchor at } \hat y_m\text{)} \\
+    &F_{b_k:m}(y) = \eta_k \sum_{\tau=b_k}^{m} \big\langle \hat\nabla_\tau, y \big\rangle + \|y - \hat y_{b_k}\|^2
+        && \text{(eqs. 22-23)} \\
+    &\textbf{repeat } \text{FW with exact line search over } \mathcal{K}_\delta \text{ from } \hat y_m
+        \textbf{ until} \\
+    &\qquad \big\langle \nabla F(\tilde y_\tau), \tilde y_\tau - v_\tau \big\rangle \le \epsilon;\quad
+        \hat y_{m+1} = \tilde y_{\tau+1} && \text{(eqs. 24-26)}
+    \end{aligned}
+    \]
 
     with ``eta_k = eta / G~_k`` (eq. 22: ``eta = c D / (d M T^{3/4})``).
 
@@ -203,7 +211,8 @@ class BFWTVC(AbstractBanditTVC):
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **overrides: Any) -> "BFWTVC":
-        """Theorem 3 of 000 with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred): ``delta < r``.
+        """Theorem 3 of Wang, Wan and Zhang with ``delta = c T^{-1/4}``; ``c`` defaults to ``r/2`` (inferred):
+        ``delta < r``.
 
         ``beta = 1/C_2``, ``C_2 = 2^4 G (cD/r + 3c + 1 + 2cD/(dM) + dMD/c)``, ``gamma = 1``, ``K = T^{1/2}``,
         ``epsilon = 4 D^2 T^{-1/2}``, ``eta = c D/(d M T^{3/4})``, ``lam = 1/(2 T^{3/4})``; M is the problem's
@@ -273,16 +282,23 @@ class BFWTVC(AbstractBanditTVC):
 
 
 class SCBFWTVC(AbstractBanditTVC):
-    """SCBFW-TVC: strongly convex Bandit Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 4).
+    r"""SCBFW-TVC: strongly convex Bandit Frank-Wolfe with Time-Varying Constraints (Wang, Wan and Zhang, Alg. 4).
 
     Plays and estimates as [`BFWTVC`][ocokit.algorithms.BFWTVC] (eqs. 20-21). At the end of block m (round ``t = mK``),
     with
     ``C_3 = gamma beta alpha_f t / 2``:
 
-        F_m^sc(y) = sum_{tau=1}^{m} [<hat nabla_tau, y> + (gamma beta alpha_f K / 2) ||y - hat y_tau||^2]
-                  = sum_{tau=1}^{m} <hat nabla_tau - gamma beta alpha_f K hat y_tau, y> + C_3 ||y||^2 + const
-        L Frank-Wolfe steps over K_delta from hat y_m with exact line search (Hessian 2 C_3 I);
-        hat y_{m+1} = y~_{L+1}                                                            (eqs. 27-30)
+    \[
+    \begin{aligned}
+    F_m^{sc}(y) &= \sum_{\tau=1}^{m} \Big[ \big\langle \hat\nabla_\tau, y \big\rangle
+        + \frac{\gamma \beta \alpha_f K}{2} \|y - \hat y_\tau\|^2 \Big] \\
+    &= \sum_{\tau=1}^{m} \big\langle \hat\nabla_\tau - \gamma \beta \alpha_f K\, \hat y_\tau, y \big\rangle
+        + C_3 \|y\|^2 + \text{const} \\
+    &\text{$L$ Frank-Wolfe steps over } \mathcal{K}_\delta \text{ from } \hat y_m
+        \text{ with exact line search (Hessian } 2 C_3 I\text{)}; \\
+    \hat y_{m+1} &= \tilde y_{L+1} && \text{(eqs. 27-30)}
+    \end{aligned}
+    \]
 
     Source: Wang, Wan and Zhang, Algorithm 4, eqs. (27)-(30). Guarantee (Thm 4, alpha_f-strongly convex, bandit):
     E[Regret_T] = O(T^{2/3} log T), CCV = O(T^{5/6} log T); exactly L LMO calls per block.
@@ -349,7 +365,8 @@ class SCBFWTVC(AbstractBanditTVC):
         theory: str = "proof",
         **overrides: Any,
     ) -> "SCBFWTVC":
-        """Theorem 4 of 000: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default), ``Phi = x^2``.
+        """Theorem 4 of Wang, Wan and Zhang: ``K = L = T^{2/3}``, ``delta = c T^{-1/3}`` (``c = r/2`` default),
+        ``Phi = x^2``.
 
         ``theory="proof"``: ``beta = 1``, ``gamma = 16 (8 log T^{1/3} + C_3') G^2 T^{2/3} / alpha_f`` with
         ``C_3' = 8 + 3c + cD/r + 12D``; ``theory="statement"``: ``beta = 1/(G D T^{2/3})``,

@@ -122,8 +122,8 @@ class ProblemInfo(eqx.Module):
 def hyperparameter(check: _checks.Check | None = None, **kwargs: Any) -> Any:
     """A numeric hyperparameter field: stored as an array leaf, so grids of it vmap and never recompile.
 
-    ``check`` (``_checks.positive``, say) validates it when the learner or part is built
-    (`Checked`).
+    ``check``, a function ``check(name, value)`` that returns or raises ``ValueError`` naming the parameter
+    (ocokit's positivity check, say), validates it when the learner or part is built.
     """
     return _checks.checked_field(check, converter=jnp.asarray, **kwargs)
 
@@ -142,8 +142,8 @@ class AbstractLearner(_checks.Checked):
 
     Numeric hyperparameters are array leaves ([`hyperparameter`][ocokit.algorithms.hyperparameter]), structural choices
     are static
-    fields; a field declares its own check (``hyperparameter(_checks.positive)``,
-    ``_checks.checked_field(check, static=True)``), run when the learner is built. ``from_theory(info,
+    fields; a field declares its own check (``hyperparameter(check)``, or a static field with its check), run
+    when the learner is built. ``from_theory(info,
     **overrides)`` builds the learner with a paper's theory-driven parameters: it reads every constant through
     [`ProblemInfo.require`][ocokit.algorithms.ProblemInfo.require], and any constant (by name) or constructor argument
     may be overridden

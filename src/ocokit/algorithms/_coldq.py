@@ -43,7 +43,7 @@ def _theory_horizon_eps(info: ProblemInfo, eps: float | None, who: str) -> tuple
 
 
 class COLDQ(AbstractQueueLearner):
-    r"""COLDQ: Constrained Online Learning with a Doubly-bounded Queue (paper 003, Algorithm 1).
+    r"""COLDQ: Constrained Online Learning with a Doubly-bounded Queue (Wang, Yan and Liu, AAAI 2025, Algorithm 1).
 
     Update, for ``t >= 2``, from round ``t-1``'s gradient ``grad f_{t-1}(x_{t-1})`` and its *whole*
     constraint function ``g_{t-1}`` (full-information feedback):
@@ -206,7 +206,7 @@ class _COLDQExpertState(eqx.Module):
 
 
 class COLDQExpert(AbstractQueueLearner):
-    r"""COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (paper 003, Algorithm 2).
+    r"""COLDQ-Expert: Hedge over M COLDQ experts with geometric step sizes (Wang, Yan and Liu, AAAI 2025, Alg. 2).
 
     Update (Algorithm 2): each expert ``m = 1..M`` runs Algorithm 1 with its own queue and
     ``alpha_t[m] = alpha0 t^alpha_power / ratio^{m-1}``, using the gradient at its own point:

@@ -20,8 +20,8 @@ class Constant(AbstractLearner):
     """Plays the centre of K every round and ignores all feedback (``K.center()``: 0 for a ball centred at 0).
 
     Not an algorithm of a paper but the baseline every comparison needs: a method whose cumulative loss is
-    not clearly below this learner's has not learned anything. On paper 000's matrix completion it is the
-    ``X = 0`` line (Wang, Wan and Zhang, "Revisiting Projection-Free Online Learning with Time-Varying
+    not clearly below this learner's has not learned anything. On the matrix completion of Wang, Wan and Zhang
+    it is the ``X = 0`` line (Wang, Wan and Zhang, "Revisiting Projection-Free Online Learning with Time-Varying
     Constraints", AAAI 2025, section "Experiments"), where it also has zero constraint violation.
 
     Example:

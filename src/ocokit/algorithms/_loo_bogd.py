@@ -36,12 +36,17 @@ class _LOOBOGDState(eqx.Module):
 
 
 class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
-    """LOO-BOGD: blocked online gradient descent with a linear optimisation oracle (G&K 2022, Algorithm 4).
+    r"""LOO-BOGD: blocked online gradient descent with a linear optimisation oracle (G&K 2022, Algorithm 4).
 
-    Update (rounds t of block m play the same feasible ``x_{m-1}``)::
+    Update (rounds t of block m play the same feasible ``x_{m-1}``):
 
-        y_{t+1} = y_t - eta grad f_t(x_{m-1})                                  (every round)
-        (x_{m+1}, y~_{m+1}) = Alg3(K, x_{m-1}, y_{mK_b+1}, eps);  y_{mK_b+1} <- y~_m  (end of block m)
+    \[
+    \begin{aligned}
+    y_{t+1} &= y_t - \eta \nabla f_t(x_{m-1}) && \text{(every round)} \\
+    (x_{m+1}, \tilde y_{m+1}) &= \mathrm{Alg3}(\mathcal{K}, x_{m-1}, y_{mK_b+1}, \epsilon);\quad
+        y_{mK_b+1} \leftarrow \tilde y_m && \text{(end of block } m\text{)}
+    \end{aligned}
+    \]
 
     so block m + 1 plays ``x_m`` and ``x_{m+1}`` waits a block (the paper's pipelining: the projection
     "runs in parallel" with the next block). The chain is the part `LOOChain`;
@@ -137,13 +142,18 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
 
 
 class LOOBBGD(AbstractLOOBandit):
-    """LOO-BBGD: blocked bandit gradient descent with a LOO (G&K 2022, Algorithm 9).
+    r"""LOO-BBGD: blocked bandit gradient descent with a LOO (G&K 2022, Algorithm 9).
 
-    Update (block m, round t; ``u_t`` uniform on the unit sphere S^{n-1})::
+    Update (block m, round t; ``u_t`` uniform on the unit sphere S^{n-1}):
 
-        play z_t = x_{m-1} + delta u_t;  observe f_t(z_t)
-        g_t = (n / delta) f_t(z_t) u_t;  y_{t+1} = y_t - eta g_t
-        end of block: (x_{m+1}, y~_{m+1}) = Alg3(K_{delta/r}, x_{m-1}, y_{mK_b+1}, eps = delta^2 / 3)
+    \[
+    \begin{aligned}
+    &\text{play } z_t = x_{m-1} + \delta u_t;\quad \text{observe } f_t(z_t) \\
+    &g_t = \frac{n}{\delta} f_t(z_t)\, u_t;\quad y_{t+1} = y_t - \eta g_t \\
+    &\text{end of block: } (x_{m+1}, \tilde y_{m+1})
+        = \mathrm{Alg3}\big(\mathcal{K}_{\delta/r}, x_{m-1}, y_{mK_b+1}, \epsilon = \delta^2 / 3\big)
+    \end{aligned}
+    \]
 
     with ``K_{delta/r} = c + (1 - delta/r)(K - c)``, ``c = K.center()`` and ``r = K.inner_radius``, so every
     ``z_t`` lies in K. Pipelined as [`LOOBOGD`][ocokit.algorithms.LOOBOGD]. It is [`LOOBOGD`][ocokit.algorithms.LOOBOGD]

@@ -102,19 +102,24 @@ class _LPMState(eqx.Module):
 
 
 class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
-    """LPM (reconstructed): LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 4).
+    r"""LPM (reconstructed): LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 4).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked against
     it; they are ocokit's derivation (LOO-BOGD run on a regularised Lagrangian) from the ICML abstract and
     from Wang, Wan and Zhang (AAAI 2025), who compare against it.
     Do not cite results of this class as the authors' algorithm.
 
-    Update (block m plays ``x_m``; ``g_t^+ = [g_t]_+`` and ``d[g]_+`` its subgradient, 0 at the kink)::
+    Update (block m plays ``x_m``; ``g_t^+ = [g_t]_+`` and ``d[g]_+`` its subgradient, 0 at the kink):
 
-        Gx = sum_{t in B_m} [ grad f_t(x_m) + sum_n lambda_m^n d[g_t^n]_+(x_m) ]
-        Gl = sum_{t in B_m} ( [g_t(x_m)]_+ - delta mu lambda_m )
-        y_{m+1} = y~_m - eta Gx;  (x_{m+1}, y~_{m+1}) = Alg3(K, x_m, y_{m+1}, eps)
-        lambda_{m+1} = [lambda_m + mu Gl]_+
+    \[
+    \begin{aligned}
+    G_x &= \sum_{t \in B_m} \Big[ \nabla f_t(x_m) + \sum_n \lambda_m^n\, d[g_t^n]_+(x_m) \Big] \\
+    G_\lambda &= \sum_{t \in B_m} \big( [g_t(x_m)]_+ - \delta \mu \lambda_m \big) \\
+    y_{m+1} &= \tilde y_m - \eta G_x;\quad
+        (x_{m+1}, \tilde y_{m+1}) = \mathrm{Alg3}(\mathcal{K}, x_m, y_{m+1}, \epsilon) \\
+    \lambda_{m+1} &= [\lambda_m + \mu G_\lambda]_+
+    \end{aligned}
+    \]
 
     i.e. [`LOOBOGD`][ocokit.algorithms.LOOBOGD] on the regularised Lagrangian
     ``L_t(x, lambda) = f_t(x) + sum_n lambda^n [g_t^n(x)]_+ - (delta mu / 2)||lambda||^2``,
@@ -242,20 +247,26 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
 
 
 class LBPM(AbstractLOOBandit):
-    """LBPM (reconstructed): bandit LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 5).
+    r"""LBPM (reconstructed): bandit LOO-based primal-dual method of Garber and Kretzu 2024 (Algorithm 5).
 
     RECONSTRUCTED: the paper's text could not be read, so these update equations were **not** checked
     against it; they are [`LPM`][ocokit.algorithms.LPM] wrapped in the one-point bandit adapter
     `OnePointBandit`, as [`LOOBBGD`][ocokit.algorithms.LOOBBGD] wraps LOO-BOGD (G&K 2022,
     Algorithm 9). Do not cite results of this class as the authors' algorithm.
 
-    Update (block m, round t; ``u_t`` uniform on S^{n-1}; only values are observed)::
+    Update (block m, round t; ``u_t`` uniform on S^{n-1}; only values are observed):
 
-        play z_t = x_m + delta u_t;  observe f_t(z_t), g_t(z_t)
-        g^f_t = (n/delta) f_t(z_t) u_t;  g^{g,n}_t = (n/delta) [g^n_t(z_t)]_+ u_t
-        y_{t+1} = y_t - eta (g^f_t + sum_n lambda_m^n g^{g,n}_t)
-        end of block: (x_{m+1}, y~_{m+1}) = Alg3(K_{delta/r}, x_m, y, eps = delta^2/3)
-                      lambda_{m+1} = [lambda_m + mu sum_t ([g_t(z_t)]_+ - dual_reg mu lambda_m)]_+
+    \[
+    \begin{aligned}
+    &\text{play } z_t = x_m + \delta u_t;\quad \text{observe } f_t(z_t),\ g_t(z_t) \\
+    &g^f_t = \frac{n}{\delta} f_t(z_t)\, u_t;\quad g^{g,n}_t = \frac{n}{\delta} [g^n_t(z_t)]_+\, u_t \\
+    &y_{t+1} = y_t - \eta \Big(g^f_t + \sum_n \lambda_m^n g^{g,n}_t\Big) \\
+    &\text{end of block: } (x_{m+1}, \tilde y_{m+1})
+        = \mathrm{Alg3}\big(\mathcal{K}_{\delta/r}, x_m, y, \epsilon = \delta^2/3\big) \\
+    &\phantom{\text{end of block: }} \lambda_{m+1}
+        = \Big[\lambda_m + \mu \sum_t \big([g_t(z_t)]_+ - \mathtt{dual\_reg}\, \mu \lambda_m\big)\Big]_+
+    \end{aligned}
+    \]
 
     Source: G&K 2024, Algorithm 5, reconstructed (not read) on top of G&K 2022 Algorithm 9, read in that
     paper. Published bounds (AAAI-25 Table 1, ICML abstract): ``O(T^{3/4} sqrt(log T))`` expected regret and

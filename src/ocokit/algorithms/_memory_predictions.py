@@ -70,14 +70,18 @@ class _BanditOCOMemoryState(eqx.Module):
 
 
 class BanditOCOMemory(AbstractMemoryLearner):
-    """Bandit OCO with memory (paper 002, Algorithm 1's initialisation phase, subroutine (a), on its own).
+    r"""Bandit OCO with memory (Ye et al., arXiv 2024: Algorithm 1's initialisation phase, subroutine (a), on its own).
 
     Update, with ``w_t = (x_{t-h+1}, ..., x_t)`` the window of played decisions and ``u_t`` a fresh
-    smoothing direction::
+    smoothing direction:
 
-        g_t = [f_t(w_t + P_t) - f_t(w_t - P_t)] / (2 delta) u_t     (two-point)
-        g_t = f_t(w_t + P_t) / delta u_t                              (one-point)
-        x_{t+1} = Pi_X(x_t - eta_t g_t),   eta_t = eta / t
+    \[
+    \begin{aligned}
+    g_t &= \frac{f_t(w_t + P_t) - f_t(w_t - P_t)}{2 \delta}\, u_t && \text{(two-point)} \\
+    g_t &= \frac{f_t(w_t + P_t)}{\delta}\, u_t && \text{(one-point)} \\
+    x_{t+1} &= \Pi_{\mathcal{X}}(x_t - \eta_t g_t), \quad \eta_t = \eta / t
+    \end{aligned}
+    \]
 
     where ``P_t`` shifts the window by ``delta u_t`` (see ``init_perturb``). The values come from
     ``ZEROTH_ORDER`` feedback (the round's cost at two query windows the learner picks). The step is the part
@@ -218,25 +222,33 @@ class _OCOMLPState(eqx.Module):
 
 
 class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
-    """Algorithm 1 of paper 002, "OCO with Memory and Limited Predictions" (bandit OCO + pipelined ZO-PGD).
+    r"""Algorithm 1 of Ye et al., "OCO with Memory and Limited Predictions" (bandit OCO + pipelined ZO-PGD).
 
     At iteration t (Algorithm 1's loop, t = 2 - W, ..., T; iteration t + 1 runs after round t is played):
 
     (a) initialisation, W rounds ahead (r = t + W - 1, as [`BanditOCOMemory`][ocokit.algorithms.BanditOCOMemory] but on
-    predictions)::
+    predictions):
 
-            x^0_{r+1} = Pi_X(x^0_r - eta_r g^0_r),
-            g^0_r = [l_r(x^0_{r-h+1:r} + P) - l_r(x^0_{r-h+1:r} - P)] / (2 delta) u_r
+    \[
+    \begin{aligned}
+    x^0_{r+1} &= \Pi_{\mathcal{X}}\big(x^0_r - \eta_r g^0_r\big), \\
+    g^0_r &= \frac{l_r(x^0_{r-h+1:r} + P) - l_r(x^0_{r-h+1:r} - P)}{2 \delta}\, u_r
+    \end{aligned}
+    \]
 
     (b) K = floor(W / (h - 1)) pipelined layers of zeroth-order projected gradient descent on
-        ``C_T(x) = sum_t f_t(x_{t-h+1:t})``; layer j = 0..K-1 updates block ``s = t + (K - j - 1)(h - 1)``::
+    ``C_T(x) = sum_t f_t(x_{t-h+1:t})``; layer j = 0..K-1 updates block ``s = t + (K - j - 1)(h - 1)``:
 
-            x^{j+1}_s = Pi_X(x^j_s - alpha u^j_s sum_{k=s}^{s+h-1} D^j_k),
-            D^j_k = [l_k(xbar^j_{k-h+1:k}) - l_k(xtilde^j_{k-h+1:k})] / (2 delta'),
-            xbar^j_i = x^j_i + delta' u^j_i,   xtilde^j_i = x^j_i - delta' u^j_i
+    \[
+    \begin{aligned}
+    x^{j+1}_s &= \Pi_{\mathcal{X}}\Big(x^j_s - \alpha\, u^j_s \sum_{k=s}^{s+h-1} D^j_k\Big), \\
+    D^j_k &= \frac{l_k(\bar x^j_{k-h+1:k}) - l_k(\tilde x^j_{k-h+1:k})}{2 \delta'}, \\
+    \bar x^j_i &= x^j_i + \delta' u^j_i, \quad \tilde x^j_i = x^j_i - \delta' u^j_i
+    \end{aligned}
+    \]
 
-        with one direction ``u^j_i`` per (layer, block), every block of a window perturbed, and each ``D^j_k``
-        queried once and reused for the h blocks it serves; the learner plays ``x_t = x^K_t``.
+    with one direction ``u^j_i`` per (layer, block), every block of a window perturbed, and each ``D^j_k``
+    queried once and reused for the h blocks it serves; the learner plays ``x_t = x^K_t``.
 
     With exact gradients in place of the estimates, the layers are exactly K steps of projected gradient
     descent on ``C_T`` from ``x^0`` (tested to 1e-10). Step (a) and the law and estimator of (b) are the part

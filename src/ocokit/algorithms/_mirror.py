@@ -84,7 +84,7 @@ class AbstractMirrorGeometry(eqx.Module):
     * ``norm`` / ``dual_norm``: the norm ``||.||`` in which omega is ``modulus``-strongly convex, and its dual
       (the norms of the constants L_f, L_g, H and of the gradient variation).
     * ``divergence_bound(domain)``: R^2 with ``D(x, y) <= R^2`` on X_0 (``inf`` when unbounded); ``bounded``
-      tells statically whether it is finite on every compact domain (Assumption 2.3 of paper 004).
+      tells statically whether it is finite on every compact domain (Assumption 2.3 of Qiu and Wei, arXiv 2020).
     * ``check_domain(domain)``: ``ValueError`` when the geometry does not apply to ``domain``.
 
     Geometries have no fields: they are structural choices, stored as static fields of a learner.
@@ -127,7 +127,7 @@ class EuclideanGeometry(AbstractMirrorGeometry):
 
     prox: ``Pi_{X_0}(y - h / alpha)`` through ``domain.project`` (exact for balls, boxes and the simplex).
     ``R^2 = diameter^2 / 2`` (``2 r^2`` for a ball of radius r, ``||u - l||^2 / 2`` for a box, 1 for the
-    probability simplex): the bound ``D <= R^2`` on X_0 of paper 004's Assumption 2.3.
+    probability simplex): the bound ``D <= R^2`` on X_0 of Qiu and Wei's Assumption 2.3.
     """
 
     name: ClassVar[str] = "euclidean"
@@ -158,9 +158,9 @@ class EntropicGeometry(AbstractMirrorGeometry):
 
     prox: the multiplicative-weights step of `entropic_prox`, O(d). On ``o + r Delta`` the
     divergence is ``sum_i u_i log(u_i / v_i)`` of ``u = x - o``, ``v = y - o``, with modulus ``1 / r``
-    w.r.t. l1 (Pinsker). Unbounded near the boundary (``R^2 = inf``; paper 004 Remark 2.4), hence the
+    w.r.t. l1 (Pinsker). Unbounded near the boundary (``R^2 = inf``; Qiu and Wei, Remark 2.4), hence the
     uniform mixing of `mix_uniform` in Algorithm 2. Only for ``Simplex(capped=False)``; the entropy
-    sign of paper 004 (``omega = -sum x log x``, the concave entropy) is a typo; its KL formula is right.
+    sign of Qiu and Wei (``omega = -sum x log x``, the concave entropy) is a typo; its KL formula is right.
     """
 
     name: ClassVar[str] = "entropic"
@@ -214,8 +214,8 @@ class Hedge(AbstractLearner):
     \]
 
     starting from the uniform point. ``nu = 0`` is the classic algorithm; ``nu > 0`` mixes with the
-    uniform distribution (fixed share), as Algorithm 2 of paper 004 does for its prox centre. The long-term
-    constraints are ignored: Hedge is the entropic baseline of the ``simplex-mirror-prox`` experiment, as
+    uniform distribution (fixed share), as Algorithm 2 of Qiu and Wei (arXiv 2020) does for its prox centre. The
+    long-term constraints are ignored: Hedge is the entropic baseline of the ``simplex-mirror-prox`` experiment, as
     [`OGD`][ocokit.algorithms.OGD] is the Euclidean one. The prox step is `entropic_prox`.
 
     Guarantee: with the negative entropy 1-strongly convex w.r.t. l1 (Pinsker) and ``nu = 0``, the mirror

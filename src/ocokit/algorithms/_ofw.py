@@ -86,7 +86,7 @@ class OFW(AbstractOFW):
         surrogate: ``"current"`` (default) or ``"previous"``: the rounds summed in ``F_t`` (static).
 
     Readings: by default (``surrogate="current"``) the surrogate includes the current round's gradient
-    (``tau <= t``), as paper 001 writes eq. (3) for the original OFW: the same surrogate as
+    (``tau <= t``), as Wan and Zhang (AAAI 2021) write eq. (3) for the original OFW: the same surrogate as
     [`OFWLineSearch`][ocokit.algorithms.OFWLineSearch], so the two differ only in ``sigma_t``. ``surrogate="previous"``
     sums
     ``tau <= t - 1`` (Hazan's book is sometimes recalled that way; unverified here).
@@ -134,7 +134,7 @@ class OFW(AbstractOFW):
 
 
 class OFWLineSearch(AbstractOFW):
-    r"""OFW with line search: paper 001's Algorithm 1, O(T^{2/3}) regret over strongly convex sets.
+    r"""OFW with line search: Algorithm 1 of Wan and Zhang (AAAI 2021), O(T^{2/3}) regret over strongly convex sets.
 
     Update (after playing ``x_t`` and seeing ``f_t``), with ``S_t = sum_{tau<=t} grad f_tau(x_tau)``:
 
@@ -192,8 +192,8 @@ class OFWLineSearch(AbstractOFW):
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, eta: float | None = None, **overrides: Any) -> "OFWLineSearch":
-        """Theorem 1 of paper 001: ``eta = D / (2 G (T+2)^{2/3})`` (``grad_bound`` and ``diameter`` are read
-        unless ``eta`` is given; ``overrides`` give either by name)."""
+        """Theorem 1 of Wan and Zhang (AAAI 2021): ``eta = D / (2 G (T+2)^{2/3})`` (``grad_bound`` and
+        ``diameter`` are read unless ``eta`` is given; ``overrides`` give either by name)."""
         info = info.giving(overrides)
         if eta is None:
             who = f"{cls.__name__}.from_theory"
@@ -204,7 +204,7 @@ class OFWLineSearch(AbstractOFW):
 
 
 class SCOFW(AbstractOFW):
-    r"""SC-OFW: the strongly convex variant of online Frank-Wolfe (paper 001, Algorithm 2).
+    r"""SC-OFW: the strongly convex variant of online Frank-Wolfe (Wan and Zhang, AAAI 2021, Algorithm 2).
 
     Update (after playing ``x_t`` and seeing the lam-strongly convex ``f_t``):
 
@@ -268,6 +268,7 @@ class SCOFW(AbstractOFW):
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, lam: float | None = None, **overrides: Any) -> "SCOFW":
-        """Theorems 2 and 3 of paper 001: ``lam`` = the losses' modulus (the constant ``strong_convexity``)."""
+        """Theorems 2 and 3 of Wan and Zhang (AAAI 2021): ``lam`` = the losses' modulus (the constant
+        ``strong_convexity``)."""
         info = info.giving(overrides)
         return cls.build({"lam": info.require("strong_convexity", f"{cls.__name__}.from_theory", lam)}, overrides)

@@ -64,8 +64,8 @@ class RECOO(AbstractQueueLearner):
     queue is `floored_rectified`.
 
     Source: update rule **[C]** (the COLDQ authors' ``RECOO[27].py``, time-varying and fixed variants,
-    reduced to one agent; paper 003, footnote 1, describes the queue as "a lower bound only"); parameters
-    of paper 003 Tables 3-6 **[S]**
+    reduced to one agent; Wang, Yan and Liu (AAAI 2025), footnote 1, describe the queue as "a lower bound
+    only"); parameters of Wang, Yan and Liu's Tables 3-6 **[S]**
     ([`from_paper`][ocokit.algorithms.RECOO.from_paper]); the theory exponents ``alpha ~ sqrt(t)``, ``gamma ~
     t^{1/2+eps}``,
     ``eta ~ sqrt(t)`` are **(unverified)**. Guarantees **[A]** (NeurIPS 2022 abstract; hard violation
@@ -77,7 +77,7 @@ class RECOO(AbstractQueueLearner):
         alpha: scale of the proximal weight ``alpha_t = alpha t^{1/2}``, > 0.
         gamma: scale of the rectifier ``gamma_t = gamma t^{1/2 + epsilon}``, > 0.
         eta: scale of the queue floor ``eta_t = eta t^{1/2}``, > 0.
-        epsilon: RECOO's own exponent (not COLDQ's eps), in ``[0, 1/2]``; paper 003 uses 0.01.
+        epsilon: RECOO's own exponent (not COLDQ's eps), in ``[0, 1/2]``; Wang, Yan and Liu use 0.01.
         tol: relative tolerance of the per-round solver, > 0.
         max_iter: cap on the solver's dual Newton steps (static).
         queue_uses: ``"current"`` (default, **[C]**): the queue absorbs the new ``g_t`` at the new
@@ -139,7 +139,7 @@ class RECOO(AbstractQueueLearner):
     def from_theory(cls, info: ProblemInfo, **overrides: Any) -> RECOO:
         """The convex schedule ``alpha_t = t^{1/2}``, ``gamma_t = t^{1/2 + 0.01}``, ``eta_t = t^{1/2}``.
 
-        These exponents are RECOO's convex choice as paper 003's tables use them; the theorem's own
+        These exponents are RECOO's convex choice as Wang, Yan and Liu's tables use them; the theorem's own
         constants are **(unverified)** (not read in Guo et al.). ``overrides`` replace constructor arguments.
         """
         del info
@@ -147,7 +147,7 @@ class RECOO(AbstractQueueLearner):
 
     @classmethod
     def from_paper(cls, info: ProblemInfo, *, table: int = 3, **overrides: Any) -> RECOO:
-        """Paper 003's parameters **[S]**: Table 3 (time-varying, Fig. 1) ``alpha_t = 0.5 t^{1/2}``,
+        """Wang, Yan and Liu's parameters **[S]**: Table 3 (time-varying, Fig. 1) ``alpha_t = 0.5 t^{1/2}``,
         ``gamma_t = t^{1/2+eps}``; Table 4 (QP) ``alpha_t = t^{1/2}``, ``gamma_t = 7 t^{1/2+eps}``; Table 5
         (LP) ``alpha_t = t^{1/2}``, ``gamma_t = t^{1/2+eps}``; Table 6 (jobs) ``alpha_t = 0.7 t^{1/2}``,
         ``gamma_t = t^{1/2+eps}``; always ``eta_t = t^{1/2}`` and ``eps = 0.01``."""
@@ -222,12 +222,12 @@ class Yi2021(AbstractQueueLearner):
     `cumulative_hinge` applied once and twice. The constraint is meant
     to be fixed; on a time-varying problem the latest ``g_{t-1}`` is used.
 
-    Parameters: ``alpha = alpha0 / T^c`` and ``gamma = gamma0 / T^{c/2}`` as printed in paper 003's
+    Parameters: ``alpha = alpha0 / T^c`` and ``gamma = gamma0 / T^{c/2}`` as printed in Wang, Yan and Liu's
     Tables 4-5 (``gamma_rule="printed"``), or ``gamma = gamma0 T^{c/2}`` (``gamma_rule="code"``, the
     exponent sign of the [C] code and of Yi et al.'s ``gamma ~ alpha^{-1/2}`` scaling).
 
     Source: update rule **[C]** (the COLDQ authors' ``Yi 2021[26].py``, one agent); parameters **[S]**
-    (paper 003 Tables 4-5, [`from_paper`][ocokit.algorithms.Yi2021.from_paper]); the theoretical schedule is
+    (Wang, Yan and Liu, Tables 4-5, [`from_paper`][ocokit.algorithms.Yi2021.from_paper]); the theoretical schedule is
     **(unverified)**. Guarantees
     **[A]** (ICML 2021 abstract; cumulative constraint violation ``sum_t [g(x_t)]_+``): convex
     ``O(T^{max(c, 1-c)})`` static regret and ``O(T^{(1-c)/2})`` violation for ``c in (0, 1)``; strongly
@@ -236,15 +236,15 @@ class Yi2021(AbstractQueueLearner):
     Args:
         alpha0: scale of ``alpha = alpha0 / T^c``, > 0.
         gamma0: scale of ``gamma`` (see ``gamma_rule``), > 0.
-        c: Yi et al.'s trade-off parameter in ``(0, 1)``; paper 003 uses 0.5.
+        c: Yi et al.'s trade-off parameter in ``(0, 1)``; Wang, Yan and Liu use 0.5.
         tol, max_iter, solver, start: the part ``prox``, as in [`RECOO`][ocokit.algorithms.RECOO].
-        gamma_rule: ``"printed"`` (default: paper 003's tables as printed, ``gamma0 / T^{c/2}``) or
+        gamma_rule: ``"printed"`` (default: Wang, Yan and Liu's tables as printed, ``gamma0 / T^{c/2}``) or
             ``"code"`` (``gamma0 T^{c/2}``; the [C] code uses ``alpha = 4 / sqrt(T)``,
             ``gamma = 0.5 T^{c/2}``) (static).
 
-    Readings: paper 003's Tables 4-5 print ``gamma = gamma0 / T^{c/2}`` (a negative exponent), while the [C]
+    Readings: Wang, Yan and Liu's Tables 4-5 print ``gamma = gamma0 / T^{c/2}`` (a negative exponent), while the [C]
     code uses ``gamma = 0.5 T^{+c/2}``, consistent with Yi et al.'s ``gamma ~ alpha^{-1/2}`` (recalled,
-    unverified). The default follows the primary source for the experiments, paper 003's printed tables;
+    unverified). The default follows the primary source for the experiments, Wang, Yan and Liu's printed tables;
     ``gamma_rule="code"`` selects the [C] exponent.
 
     Example:
@@ -292,7 +292,7 @@ class Yi2021(AbstractQueueLearner):
 
     @classmethod
     def from_paper(cls, info: ProblemInfo, *, table: int = 4, **overrides: Any) -> Yi2021:
-        """Paper 003 **[S]**: Table 4 (QP) ``alpha = 100 / T^{1/2}``, ``gamma = 2.5 / T^{c/2}``; Table 5 (LP)
+        """Wang, Yan and Liu **[S]**: Table 4 (QP) ``alpha = 100 / T^{1/2}``, ``gamma = 2.5 / T^{c/2}``; Table 5 (LP)
         ``alpha = 2 / T^{1/2}``, ``gamma = 1 / T^{c/2}``; ``c = 0.5`` (``gamma_rule`` may be overridden)."""
         del info
         alpha0, gamma0 = paper_table(_YI2021_TABLES, table)
@@ -355,8 +355,8 @@ class Yi2023(AbstractLearner):
     `leaky_dual_ascent`.
 
     Source: update rule **[C]** (the COLDQ authors' ``Yi 2023[54].py``, one agent); parameters **[S]**
-    (paper 003 Tables 3 and 6, [`from_paper`][ocokit.algorithms.Yi2023.from_paper]); the theoretical schedule (``alpha,
-    beta ~ t^{-kappa}``,
+    (Wang, Yan and Liu, Tables 3 and 6, [`from_paper`][ocokit.algorithms.Yi2023.from_paper]); the theoretical
+    schedule (``alpha, beta ~ t^{-kappa}``,
     ``gamma ~ t^{-(1-kappa)}``) is **(unverified)**.
     Guarantees **[A]** (IEEE TAC 68(5) abstract, network form): ``O(T^{max(kappa, 1-kappa)})`` static
     regret and ``O(T^{1-kappa/2})`` cumulative constraint violation; ``O(T^kappa)`` regret for strongly
@@ -366,12 +366,12 @@ class Yi2023(AbstractLearner):
         alpha: scale of the primal step ``alpha_t``, > 0.
         gamma: scale of ``gamma_t``, > 0.
         beta: scale of ``beta_t``, > 0.
-        kappa: the trade-off exponent in ``(0, 1)``; paper 003's tables use ``1/2``.
+        kappa: the trade-off exponent in ``(0, 1)``; Wang, Yan and Liu's tables use ``1/2``.
         dual_step: which of ``gamma_t``, ``beta_t`` multiplies the bracket (the dual step; the other is
             the dual regulariser; their product ``beta_t gamma_t`` is the leak either way) (static).
         start: as in [`RECOO`][ocokit.algorithms.RECOO].
 
-    Readings: paper 003 does not say which of ``gamma_t``, ``beta_t`` is the dual step. The default
+    Readings: Wang, Yan and Liu do not say which of ``gamma_t``, ``beta_t`` is the dual step. The default
     ``dual_step="gamma"`` follows Yi et al.'s naming (``gamma_t`` the dual step, ``beta_t`` the regulariser;
     with Table 3 the dual step is ``0.1 / sqrt(t)``); ``dual_step="beta"`` reads the
     table's names swapped, so that the dual step is ``5 / sqrt(t)`` as in the [C] code.
@@ -414,7 +414,7 @@ class Yi2023(AbstractLearner):
 
     @classmethod
     def from_paper(cls, info: ProblemInfo, *, table: int = 3, **overrides: Any) -> Yi2023:
-        """Paper 003 **[S]**: Table 3 (time-varying) ``alpha_t = 3/sqrt(t)``, ``gamma_t = 0.1/sqrt(t)``,
+        """Wang, Yan and Liu **[S]**: Table 3 (time-varying) ``alpha_t = 3/sqrt(t)``, ``gamma_t = 0.1/sqrt(t)``,
         ``beta_t = 5/sqrt(t)``; Table 6 (jobs) ``alpha_t = 100/sqrt(t)``, ``gamma_t = beta_t = 1/sqrt(t)``."""
         del info
         alpha, gamma, beta = paper_table(_YI2023_TABLES, table)

@@ -69,7 +69,7 @@ class _TVCState(eqx.Module):
 
 
 class OFWTVC(AbstractOFWTVC):
-    r"""OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 1).
+    r"""OFW-TVC: Online Frank-Wolfe with Time-Varying Constraints (Wang, Wan and Zhang, AAAI 2025, Alg. 1).
 
     Round t (``x_t`` played, ``Q_t``, ``tilde f_t`` from eqs. 4 and 6):
 
@@ -142,7 +142,8 @@ class OFWTVC(AbstractOFWTVC):
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, **overrides: Any) -> "OFWTVC":
-        """Theorem 1 of 000: ``beta = 1/(2^6 G D)``, ``gamma = 1``, ``eta = D/(2 T^{3/4})``, ``lam = 1/(2 T^{3/4})``.
+        """Theorem 1 of Wang, Wan and Zhang: ``beta = 1/(2^6 G D)``, ``gamma = 1``, ``eta = D/(2 T^{3/4})``,
+        ``lam = 1/(2 T^{3/4})``.
 
         ``G = max(grad_bound, constraint_grad_bound)`` and ``D = diameter(K)``; ``overrides`` give each constant
         by name, or override any field.
@@ -178,7 +179,7 @@ class OFWTVC(AbstractOFWTVC):
 
 
 class SCOFWTVC(AbstractOFWTVC):
-    r"""SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (paper 000, Algorithm 2).
+    r"""SCOFW-TVC: strongly convex Online Frank-Wolfe with Time-Varying Constraints (Wang, Wan and Zhang, Alg. 2).
 
     Round t, with ``C_1 = gamma beta alpha_f / 2``, ``S_t = sum_{tau<=t} grad tilde f_tau(x_tau)`` and
     ``X_t = sum_{tau<=t} x_tau``:
@@ -238,7 +239,8 @@ class SCOFWTVC(AbstractOFWTVC):
     def from_theory(
         cls, info: ProblemInfo, *, alpha_f: float | None = None, theory: str = "proof", **overrides: Any
     ) -> "SCOFWTVC":
-        """Theorem 2 of 000: ``gamma = G/(G + alpha_f D)``, ``Phi = x^2 + x``, beta of eq. (40) or statement.
+        """Theorem 2 of Wang, Wan and Zhang: ``gamma = G/(G + alpha_f D)``, ``Phi = x^2 + x``, beta of eq. (40) or
+        statement.
 
         ``alpha_f`` overrides the problem constant ``strong_convexity`` (ValueError if neither is ``> 0``); ``G``,
         ``D`` and ``overrides`` as in [`OFWTVC.from_theory`][ocokit.algorithms.OFWTVC.from_theory].

@@ -1,7 +1,7 @@
-"""Paper 000 (Wang, Wan and Zhang, AAAI 2025), section "Experiments": online matrix completion.
+"""Wang, Wan and Zhang (AAAI 2025), section "Experiments": online matrix completion.
 
-``matrix-completion-movielens`` (000 Fig. 1, full information: OFW-TVC, SCOFW-TVC, OPDP, LPM on MovieLens-100k)
-and ``matrix-completion-filmtrust`` (000 Fig. 2, bandit: BFW-TVC, SCBFW-TVC, LBPM on FilmTrust) draw the
+``matrix-completion-movielens`` (Fig. 1, full information: OFW-TVC, SCOFW-TVC, OPDP, LPM on MovieLens-100k)
+and ``matrix-completion-filmtrust`` (Fig. 2, bandit: BFW-TVC, SCBFW-TVC, LBPM on FilmTrust) draw the
 cumulative loss and the CCV against t on
 [`ocokit.problems.OnlineMatrixCompletion`][ocokit.problems.OnlineMatrixCompletion] (``rho = 10^4``),
 beside the reference line ``X = 0`` ([`ocokit.algorithms.Constant`][ocokit.algorithms.Constant]): a method *learns* when

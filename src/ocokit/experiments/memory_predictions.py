@@ -1,4 +1,4 @@
-"""Paper 002 (Ye et al., "OCO with Memory and Limited Predictions", 2024), Sec. 5, Figs. 1-2.
+"""Ye et al., "OCO with Memory and Limited Predictions" (arXiv 2024), Sec. 5, Figs. 1-2.
 
 Both reproduce the paper's scalar example: ``x_t`` in R (d = 1), memory h = 2, quadratic costs from a random
 generator (the paper prints none; [`QuadraticWithMemory`][ocokit.problems.QuadraticWithMemory] documents ours), ``x0 =

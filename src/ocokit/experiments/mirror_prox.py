@@ -1,4 +1,4 @@
-"""Paper 004 (Qiu and Wei 2020, online primal-dual mirror prox): its theorems checked numerically, as sweeps.
+"""Qiu and Wei (arXiv 2020; online primal-dual mirror prox): its theorems checked numerically, as sweeps.
 
 The paper has no experiments. V is known in advance, as Theorems 4.1 and 6.1 assume (the largest realized
 gradual variation over the seeds, an upper bound for every run):

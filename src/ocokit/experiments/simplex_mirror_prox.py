@@ -1,4 +1,4 @@
-"""Paper 004 (Qiu and Wei 2020), Theorems 6.1-6.2 as a sweep: ``simplex-mirror-prox``.
+"""Qiu and Wei (arXiv 2020), Theorems 6.1-6.2 as a sweep: ``simplex-mirror-prox``.
 
 SimplexMirrorProx (Algorithm 2) against the Euclidean mirror prox, Hedge, OGD, drift-plus-penalty and COLDQ on
 [`DriftingAllocation`][ocokit.problems.DriftingAllocation]: regret and violation against T (static costs) and the

@@ -1,4 +1,4 @@
-"""Paper 001 (Wan and Zhang, projection-free online learning over strongly convex sets): regret exponents.
+"""Wan and Zhang (AAAI 2021; projection-free online learning over strongly convex sets): regret exponents.
 
 The paper has no experiments; ``strongly-convex-sets`` checks its theorems' exponents as a rough empirical
 slope of log(regret) against log(T): linear losses

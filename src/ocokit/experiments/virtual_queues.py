@@ -1,4 +1,4 @@
-"""Paper 003 (COLDQ, Wang, Yan and Liu, AAAI 2025), section 6 and Appendix L: doubly-bounded virtual queues.
+"""Wang, Yan and Liu (AAAI 2025; COLDQ), section 6 and Appendix L: doubly-bounded virtual queues.
 
 Four experiments, one per figure, every algorithm with the parameters of the paper's Tables 3-6, 20 seeds by
 default (the paper states none), common random numbers:

@@ -16,13 +16,13 @@ class ProblemConstants(eqx.Module):
     """Known constants of a problem, used by learners' theory-driven defaults (``from_theory``).
 
     Unknown constants are ``nan``; a learner whose defaults need one raises ``ValueError`` naming it.
-    Papers use clashing letters for these (G is a gradient bound in 000/001 and a constraint bound in
-    003), so the fields are named by meaning.
+    Papers use clashing letters for these (G is a gradient bound in Wang, Wan and Zhang and in Wan and Zhang, and a
+    constraint bound in Wang, Yan and Liu), so the fields are named by meaning.
 
     Args:
         grad_bound: bound on ``||grad f_t(x)||`` over K.
         loss_bound: bound on ``|f_t(x)|`` over K.
-        constraint_bound: bound on ``|g_t^n(x)|`` over K (G of paper 003).
+        constraint_bound: bound on ``|g_t^n(x)|`` over K (G of Wang, Yan and Liu).
         constraint_grad_bound: bound on ``||grad g_t^n(x)||`` over K.
         strong_convexity: modulus ``alpha`` with ``f(y) >= f(x) + <grad f(x), y - x> + alpha/2 ||y - x||^2``
             (0 when the losses are merely convex).
@@ -73,7 +73,7 @@ class AbstractProblem(eqx.Module):
     * [`prediction`][ocokit.problems.AbstractProblem.prediction],
       [`prediction_lookahead`][ocokit.problems.AbstractProblem.prediction_lookahead]: the model ``l_k`` of round k's
       cost a simulator
-      predicts and how far ahead it answers (paper 002).
+      predicts and how far ahead it answers (Ye et al., arXiv 2024).
     * [`constants`][ocokit.problems.AbstractProblem.constants]: known constants for theory-driven learner defaults.
     * Comparators: [`best_fixed`][ocokit.problems.AbstractProblem.best_fixed] (the best fixed point feasible for every
       round, for static regret)
@@ -122,7 +122,7 @@ class AbstractProblem(eqx.Module):
 
     def log_capacity_constraint(self, data: Any) -> tuple[Array, Array, Array]:
         """``(d, s, r)`` describing ``g_t(x) = d - sum_i s_i ln(1 + r_i x_i)``, for
-        ``constraint_structure == "log_capacity"`` (paper 003's job scheduling); no default."""
+        ``constraint_structure == "log_capacity"`` (the job scheduling of Wang, Yan and Liu); no default."""
         raise NotImplementedError(
             f"{type(self).__name__} declares constraint_structure={self.constraint_structure!r}, "
             "not 'log_capacity', and defines no log_capacity_constraint(data) -> (d, s, r)"
@@ -161,13 +161,13 @@ class AbstractProblem(eqx.Module):
 
     def initial_history(self) -> Array | None:
         """The fixed decisions ``x_{2-h}, ..., x_0`` before round 1 (shape ``(h - 1, *domain.shape)``, oldest
-        first) of a problem with memory whose costs start from a given initial condition (paper 002:
+        first) of a problem with memory whose costs start from a given initial condition (Ye et al.:
         ``x_t = x_0`` for ``t <= 0``); ``None`` (default): the engine repeats ``x_1``."""
         return None
 
     def prediction(self, data: Any, x: Array) -> Array:
         """The model ``l_k(x)`` of round k's cost (``data`` is round k's data) that a prediction oracle
-        returns (paper 002, Assumption 3: ``|l_k - f_k| <= phi_k``); the default is exact: ``f_k``."""
+        returns (Ye et al., Assumption 3: ``|l_k - f_k| <= phi_k``); the default is exact: ``f_k``."""
         return self.loss(data, x)
 
     def prediction_lookahead(self) -> int | None:

@@ -44,7 +44,7 @@ def _bisect_decreasing(phi, lo, hi, iterations: int = _BISECTIONS):
 
 
 class JobScheduling(AbstractProblem):
-    """Power allocation across data centres under a service-quality constraint (paper 003, Section 6.3).
+    """Power allocation across data centres under a service-quality constraint (Wang, Yan and Liu, Sec. 6.3).
 
     ``R`` regions with ``centres_per_region`` data centres each (the paper: 10 x 10 = 100). Round t (a
     five-minute slot) has region prices ``p_t`` (each centre takes its region's price, ``c_t`` in

@@ -70,7 +70,7 @@ def synthetic_low_rank_ratings(
 
 
 class OnlineMatrixCompletion(AbstractProblem):
-    """Online matrix completion with time-varying trace constraints (paper 000, section "Experiments").
+    """Online matrix completion with time-varying trace constraints (Wang, Wan and Zhang, AAAI 2025, "Experiments").
 
     The target ``M in R^{m x n}`` is observed on a set O of entries (a ratings matrix). Round t:
 
@@ -246,7 +246,7 @@ class OnlineMatrixCompletion(AbstractProblem):
         """``f_t(X) = sum_{(i,j) in O_t} (X_ij - M_ij)^2 / 2``, summed in the order of the observed entries.
 
         With ``sampling="all"`` its derivative is the elementwise ``where((i, j) in O, X - M, 0)``
-        (`_observed_squares`): the same numbers as differentiating the sum over O, which scatters the
+        (a custom JVP): the same numbers as differentiating the sum over O, which scatters the
         residuals into a zero matrix, in one pass that XLA fuses into the learner's own (the gradient sums).
         """
         if self.sampling == "all":

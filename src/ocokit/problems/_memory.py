@@ -59,7 +59,7 @@ def random_quadratic(key: PRNGKeyArray, n: int, mu: float, beta: float, b_scale:
 
 
 class QuadraticWithMemory(AbstractProblem):
-    """Online quadratic costs with memory h and a prediction model (paper 002, Sec. 5 and Assumption 3).
+    """Online quadratic costs with memory h and a prediction model (Ye et al., Sec. 5, Assumption 3).
 
     Cost of round t, with ``w = vec(x_{t-h+1}, ..., x_t)`` in ``R^{hd}`` and ``x_t = x0`` for ``t <= 0``::
 

@@ -263,7 +263,7 @@ class _AbstractFixedConstraintProgram(AbstractProblem):
 
 
 class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
-    """Online quadratic programming under fixed linear constraints (paper 003, Section 6.2, Fig. 2).
+    """Online quadratic programming under fixed linear constraints (Wang, Yan and Liu, AAAI 2025, Fig. 2).
 
     ``f_t(x) = ||x - theta_t||^2 + 20 <theta_t, x>``, ``g(x) = A x - b`` (N = 3), ``K = [0, 1]^2``, with
     ``theta_t = theta_t^1 + theta_t^2 + theta_t^3`` per coordinate j:
@@ -313,7 +313,7 @@ class OnlineQuadraticProgram(_AbstractFixedConstraintProgram):
 
 
 class OnlineLinearProgram(_AbstractFixedConstraintProgram):
-    """Online linear programming under fixed linear constraints (paper 003, Section 6.2, Fig. 3).
+    """Online linear programming under fixed linear constraints (Wang, Yan and Liu, AAAI 2025, Fig. 3).
 
     ``f_t(x) = <theta_t, x>`` with the ``theta_t`` schedule, ``A``, ``b`` and ``K = [0, 1]^2`` of
     [`OnlineQuadraticProgram`][ocokit.problems.OnlineQuadraticProgram] ("rest unchanged"). The per-round optimum is an

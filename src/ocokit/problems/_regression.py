@@ -19,7 +19,7 @@ from ocokit.sets import Box
 
 
 class TimeVaryingRegression(AbstractProblem):
-    """Online least squares under fresh random linear constraints each round (paper 003, Section 6.1).
+    """Online least squares under fresh random linear constraints each round (Wang, Yan and Liu, Sec. 6.1).
 
     Round t draws ``H_t`` with i.i.d. ``U(-1, 1)`` entries (``rows x dim``), ``y_t = H_t 1 + eps_t`` with
     ``eps_t ~ N(0, I)``, ``A_t`` with i.i.d. ``U(0, 1)`` entries (``N x dim``) and ``b_t ~ U(0, 1)^N``:

@@ -221,14 +221,14 @@ class LpBall(_AbstractNormBall):
     ``w_i + mu w_i^(p-1) = |y_i|`` (mu = p * the multiplier) and ``sum_i w_i^p = r^p``. ocokit bisects
     on ``log mu`` over ``[log mu_max - L, log mu_max]`` (``mu_max = ||y||_q / r^(p-1)`` is feasible,
     ``L = log(finfo.max / finfo.tiny)``, 1417 in float64) for 64 steps (32 in float32), solving each
-    ``w_i`` by Newton in log space (12 steps; see ``_log_newton_root``), and returns ``w(mu_hi)``
+    ``w_i`` by Newton in log space (12 steps), and returns ``w(mu_hi)``
     rescaled so that ``||x||_p <= r`` (to rounding). Accuracy: ``log mu`` to ``L 2^-64 ~ 1e-16``
     (float32: ``~4e-8``); the tests check the KKT residual ``||y - x - mu sign(x) |x|^(p-1)||`` is below
     ``1e-12 ||y||`` for p from 1.01 to 20 and ``||y||_p / r`` from ``1 + 1e-6`` to ``1e8``, and that x is
     at least as close to y as CVXPY's solution. Cost: O(d) per step, 64 x 13 vectorised steps.
 
     Geometry: ``diameter = 2 radius d^max(0, 1/2 - 1/p)``, ``inner_radius = radius d^min(0, 1/2 - 1/p)``,
-    ``center = 0``. For ``p in (1, 2]`` K is an ``alpha_K``-strongly convex set w.r.t. l2 (paper 001,
+    ``center = 0``. For ``p in (1, 2]`` K is an ``alpha_K``-strongly convex set w.r.t. l2 (Wan and Zhang,
     Def. 3 and the example after it, citing Garber and Hazan 2015, Cor. 1) with
     ``alpha_K = (p - 1) d^(1/2 - 1/p) / radius`` ([`strong_convexity`][ocokit.sets.LpBall.strong_convexity]); for ``p >
     2`` the boundary
@@ -252,7 +252,7 @@ class LpBall(_AbstractNormBall):
     References:
         D. Garber and E. Hazan, "Faster rates for the Frank-Wolfe method over strongly-convex sets",
         ICML 2015. Y. Wan and L. Zhang, "Projection-free online learning over strongly convex sets",
-        AAAI 2021 (paper 001).
+        AAAI 2021.
     """
 
     p: Float[Array, ""] = eqx.field(converter=_float_leaf, default=1.5)
