@@ -19,7 +19,7 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractGradientLearner
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._loo_chain import (
     MAX_ITER,
     AbstractLOOBandit,
@@ -182,6 +182,7 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
         self.eps, self.dual = eps, BlockDual(**dual)
 
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound", "constraint_grad_bound", "diameter"))
 
     @classmethod
     def from_theory(
@@ -323,6 +324,9 @@ class LBPM(AbstractLOOBandit):
         "constraint_grad_bound",
         "inner_radius",
         "diameter",
+    )
+    needs: ClassVar[Needs] = Needs(
+        constants=("loss_bound", "constraint_bound", "grad_bound", "constraint_grad_bound", "inner_radius", "diameter")
     )
 
     @classmethod
