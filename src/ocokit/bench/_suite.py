@@ -45,8 +45,8 @@ class SuiteProblem:
     """A standard problem of the suite: ``make(T, data_dir)`` builds it for horizon T.
 
     ``paper`` names where it comes from (a paper key of [`ocokit.papers`][ocokit.papers] and where in it, as the
-    experiments write it); ``data`` is the dataset file it reads (``None``: synthetic), the problem then joins the board
-    only when that file is found (`available`).
+    experiments write it); ``data`` is the dataset file it reads (``None``: synthetic): such a problem is played when
+    named, or when its data folder is given (`problems`), and only where the file is found (`available`).
     """
 
     name: str
@@ -98,11 +98,12 @@ SUITE: tuple[SuiteProblem, ...] = (
 
 
 def problems(names: Sequence[str] | None, data_dir: Path | None) -> list[SuiteProblem]:
-    """The suite problems ``names`` (``None``: every one whose data is found); an unknown or unavailable name raises
-    ``ValueError``."""
+    """The suite problems ``names``; ``None``: the synthetic ones, and those on datasets when ``data_dir`` is given and
+    holds their file (``$OCOKIT_DATA`` alone does not add them: they take far longer than the rest). An unknown or
+    unavailable name raises ``ValueError``."""
     by_name = {p.name: p for p in SUITE}
     if names is None:
-        return [p for p in SUITE if p.available(data_dir)]
+        return [p for p in SUITE if p.data is None or (data_dir is not None and p.available(data_dir))]
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise ValueError(f"unknown problems {unknown}; the suite has {', '.join(by_name)}")
