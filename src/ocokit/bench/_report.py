@@ -159,13 +159,14 @@ def scatter_png(name: str, learners: dict[str, Any], regret: str = "static_regre
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for k, v in learners.items():
+    colours = plt.get_cmap("tab20")
+    for i, (k, v) in enumerate(learners.items()):
         if v["error"] or regret not in v or "hard_violation" not in v:
             continue
         r, c = v[regret], v["hard_violation"]
         front = v["on_front"]
         ax.errorbar(r["mean"], c["mean"], xerr=_finite(r["std"]), yerr=_finite(c["std"]), fmt="*" if front else "o",
-                    markersize=11 if front else 6, capsize=3, label=k)  # fmt: skip
+                    markersize=11 if front else 6, capsize=3, label=k, color=colours(i % 20))  # fmt: skip
     ax.set_xscale("symlog", linthresh=1e-2)
     ax.set_yscale("symlog", linthresh=1e-2)
     ax.set_xlabel(f"{regret.replace('_', ' ')} at T")
