@@ -67,11 +67,12 @@ def _learners() -> list[str]:
 
 
 def _public_api() -> dict[str, list[str]]:
-    """Per public module: ``ocokit``, each subpackage of ``ocokit.__all__`` and ``ocokit.experiments``."""
+    """Per public module: ``ocokit``, each subpackage of ``ocokit.__all__``, ``ocokit.experiments`` and
+    ``ocokit.bench``."""
     import ocokit
 
     modules = ["ocokit", *(f"ocokit.{n}" for n in ocokit.__all__ if inspect.ismodule(getattr(ocokit, n)))]
-    modules.append("ocokit.experiments")
+    modules += ["ocokit.experiments", "ocokit.bench"]
     names = {}
     for name in modules:
         module = importlib.import_module(name)

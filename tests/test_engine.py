@@ -262,6 +262,7 @@ class _Counter(ocokit.algorithms.AbstractLearner):
     """Plays x_t = [t / 10] whatever it observes: a fixed sequence for checking what the engine passes."""
 
     feedback = ocokit.feedback.FULL_INFORMATION
+    needs = ocokit.algorithms.Needs(memory=True)  # it plays the memory problem below
 
     def init(self, info, key):
         return jnp.asarray(1.0)

@@ -496,11 +496,11 @@ def citing_page() -> str:
 
 
 def api_modules() -> list[str]:
-    """``ocokit``, each subpackage named in ``ocokit.__all__``, and ``ocokit.experiments``."""
+    """``ocokit``, each subpackage named in ``ocokit.__all__``, ``ocokit.experiments`` and ``ocokit.bench``."""
     import ocokit
 
     subpackages = [f"ocokit.{n}" for n in ocokit.__all__ if inspect.ismodule(getattr(ocokit, n))]
-    return ["ocokit", *subpackages, "ocokit.experiments"]
+    return ["ocokit", *subpackages, "ocokit.experiments", "ocokit.bench"]
 
 
 def public_names(module_name: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The ``ocokit`` command: list, run, plot and report the registered experiments.
+"""The ``ocokit`` command: list, run, plot and report the registered experiments; ``bench`` plays the leaderboard.
 
 ``ocokit run NAME`` enables float64 (the library never does on import), runs every algorithm of the
 experiment with a progress bar, skips runs already stored under ``--out``, and writes
@@ -33,6 +33,7 @@ from rich.progress import (
 from rich.table import Table
 
 from ocokit import executors
+from ocokit._cli_bench import bench as bench_command
 
 _CLICK_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 """click's base exception (usage errors, bad parameters), found from typer's public ``BadParameter``: typer
@@ -624,6 +625,9 @@ def report(
 ) -> None:
     """Print the summary and the claims of a finished run."""
     print_report(_read_summary(out), plain=plain)
+
+
+app.command("bench")(bench_command)
 
 
 @app.command("cache")

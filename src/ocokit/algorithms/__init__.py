@@ -4,6 +4,7 @@
 from ocokit.algorithms._bandit_tvc import BFWTVC as BFWTVC
 from ocokit.algorithms._bandit_tvc import SCBFWTVC as SCBFWTVC
 from ocokit.algorithms._base import AbstractLearner as AbstractLearner
+from ocokit.algorithms._base import Needs as Needs
 from ocokit.algorithms._base import ProblemInfo as ProblemInfo
 from ocokit.algorithms._base import hyperparameter as hyperparameter
 from ocokit.algorithms._coldq import COLDQ as COLDQ
@@ -61,6 +62,7 @@ __all__ = [
     "EuclideanGeometry",
     "Hedge",
     "MirrorProx",
+    "Needs",
     "OCOMemoryLimitedPredictions",
     "OFWLineSearch",
     "ProblemInfo",

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int, PRNGKeyArray
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._fw import fw_step, inner_frank_wolfe
 from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled
 from ocokit.feedback import BANDIT, FeedbackKind, one_point_sphere_estimate
@@ -208,6 +208,10 @@ class BFWTVC(AbstractBanditTVC):
         "diameter",
         "inner_radius",
     )
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "diameter", "loss_bound", "inner_radius"),
+        constrained_constants=("constraint_grad_bound",),
+    )
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, *, c: float | None = None, **overrides: Any) -> "BFWTVC":
@@ -353,6 +357,10 @@ class SCBFWTVC(AbstractBanditTVC):
         "diameter",
         "inner_radius",
         "strong_convexity",
+    )
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "diameter", "strong_convexity", "inner_radius"),
+        constrained_constants=("constraint_grad_bound",),
     )
 
     @classmethod

@@ -23,6 +23,69 @@ CONSTANT_NAMES = ("diameter", "inner_radius", *ProblemConstants.__dataclass_fiel
 [`ProblemConstants`][ocokit.problems.ProblemConstants]."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Needs:
+    """What a learner needs of a problem, declared on its class (`AbstractLearner.needs`), never found by trying.
+
+    Two parts. What every instance needs (checked by the engine before compiling, ``ValueError`` naming it:
+    [`mismatch`][ocokit.algorithms.Needs.mismatch]): ``memory`` (it plays losses with memory, ``h > 1``; a learner
+    without it plays memoryless losses only), ``sets`` (the decision-set classes it plays on; empty: any set) and
+    ``vector`` (1-D decisions only). What its ``from_theory`` needs at its default arguments (read by the benchmark,
+    [`theory_mismatch`][ocokit.algorithms.Needs.theory_mismatch]): ``constants`` the problem must declare (finite and
+    ``> 0``; ``diameter`` and ``inner_radius`` are the domain's), ``constrained_constants`` needed as well when the
+    problem has constraints, ``hinge_prox`` (it solves a hinge-proximal step with the solver of the declared
+    constraint structure: affine constraints over any set, else a box domain) and ``constraints`` (``False``: its
+    ``from_theory`` builds it for unconstrained problems only). Every problem offers every feedback kind (the engine
+    builds each from the loss and constraints); a bandit learner's need of a set with an inner ball is the constant
+    ``inner_radius``.
+    """
+
+    constants: tuple[str, ...] = ()
+    constrained_constants: tuple[str, ...] = ()
+    memory: bool = False
+    sets: tuple[type[AbstractSet], ...] = ()
+    vector: bool = False
+    hinge_prox: bool = False
+    constraints: bool = True
+
+    def __post_init__(self):
+        unknown = sorted(set(self.constants + self.constrained_constants) - set(CONSTANT_NAMES))
+        if unknown:
+            raise ValueError(f"unknown constants {unknown} in Needs; expected names among {list(CONSTANT_NAMES)}")
+
+    def mismatch(self, problem: AbstractProblem) -> str | None:
+        """Why no instance of the learner can play ``problem`` (memory, set, decision shape), or ``None``."""
+        h, domain = problem.memory(), problem.domain
+        if h > 1 and not self.memory:
+            return f"its losses have memory (h = {h}) and the learner plays memoryless losses only"
+        if self.sets and not isinstance(domain, self.sets):
+            names = " or ".join(s.__name__ for s in self.sets)
+            return f"the learner plays on {names} only, and the problem's set is {type(domain).__name__}"
+        if self.vector and len(domain.shape) != 1:
+            return f"the learner plays vector decisions only, and the problem's have shape {domain.shape}"
+        return None
+
+    def theory_mismatch(self, problem: AbstractProblem) -> str | None:
+        """Why the learner's ``from_theory`` (default arguments) cannot be played on ``problem``, or ``None``."""
+        why = self.mismatch(problem)
+        if why is not None:
+            return why
+        N, domain = problem.num_constraints, problem.domain
+        if N and not self.constraints:
+            return f"its from_theory builds it for unconstrained problems only, and the problem has N = {N}"
+        if self.hinge_prox and problem.constraint_structure != "affine" and domain.box_bounds() is None:
+            return (
+                f"its hinge-proximal step needs affine constraints or a box, and the problem has "
+                f"{problem.constraint_structure} constraints over {type(domain).__name__}"
+            )
+        constants = problem.constants()
+        for name in self.constants + (self.constrained_constants if N else ()):
+            value = float(getattr(domain if name in ("diameter", "inner_radius") else constants, name))
+            if not (math.isfinite(value) and value > 0):
+                return f"its from_theory needs the constant {name} (finite, > 0), and the problem declares {value}"
+        return None
+
+
 class ProblemInfo(eqx.Module):
     """What a learner may know before round 1: the set, N, the horizon, the memory, the constants and the
     declared structure of the constraints.
@@ -153,6 +216,8 @@ class AbstractLearner(_checks.Checked):
     feedback: ClassVar[FeedbackKind]
     theory_reads: ClassVar[tuple[str, ...]] = ()
     """The constants (of `CONSTANT_NAMES`) its ``from_theory`` reads; each may be given there by name."""
+    needs: ClassVar[Needs] = Needs()
+    """What it needs of a problem ([`Needs`][ocokit.algorithms.Needs]; by default nothing: any memoryless problem)."""
 
     @classmethod
     def build(cls, arguments: Mapping[str, Any], overrides: Mapping[str, Any]) -> Self:

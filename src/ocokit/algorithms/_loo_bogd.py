@@ -16,7 +16,7 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractGradientLearner
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._loo_chain import (
     AbstractLOOBandit,
     AbstractLOOChainLearner,
@@ -93,6 +93,7 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
         self.chain, self.eps = LOOChain(eta, block_size, **chain), eps
 
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     @classmethod
     def from_theory(
@@ -205,6 +206,7 @@ class LOOBBGD(AbstractLOOBandit):
         return {**self.chain.options(), "eps": self.inner_eps()}
 
     theory_reads: ClassVar[tuple[str, ...]] = ("loss_bound", "inner_radius", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("loss_bound", "inner_radius", "diameter"))
 
     @classmethod
     def from_theory(

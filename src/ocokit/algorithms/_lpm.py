@@ -19,7 +19,7 @@ from jaxtyping import Array, Float
 
 from ocokit import _checks
 from ocokit.algorithms._bandit import AbstractGradientLearner
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._loo_chain import (
     MAX_ITER,
     AbstractLOOBandit,
@@ -187,6 +187,7 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
         self.eps, self.dual = eps, BlockDual(**dual)
 
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound", "constraint_grad_bound", "diameter"))
 
     @classmethod
     def from_theory(
@@ -334,6 +335,9 @@ class LBPM(AbstractLOOBandit):
         "constraint_grad_bound",
         "inner_radius",
         "diameter",
+    )
+    needs: ClassVar[Needs] = Needs(
+        constants=("loss_bound", "constraint_bound", "grad_bound", "constraint_grad_bound", "inner_radius", "diameter")
     )
 
     @classmethod

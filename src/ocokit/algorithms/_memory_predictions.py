@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._smoothing_step import VALUE_ESTIMATORS, SmoothingStep, _bcast, _slots, _stream
 from ocokit.feedback import PREDICTIONS, ZEROTH_ORDER, FeedbackKind, Predictions, ZerothOrder
 from ocokit.sets import AbstractSet
@@ -129,6 +129,7 @@ class BanditOCOMemory(AbstractMemoryLearner):
     smoothing: SmoothingStep
     feedback: ClassVar[FeedbackKind] = ZEROTH_ORDER
     theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity",)
+    needs: ClassVar[Needs] = Needs(constants=("strong_convexity",), memory=True)
 
     def __init__(self, eta: Any, delta: Any, **smoothing: Any):
         self.smoothing = SmoothingStep(eta=eta, delta=delta, **smoothing)  # x0, half_width, law, estimator, ...
@@ -315,6 +316,7 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
     strict_window: bool = eqx.field(static=True, default=False)
     feedback: ClassVar[FeedbackKind] = PREDICTIONS
     theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity", "smoothness")
+    needs: ClassVar[Needs] = Needs(constants=("strong_convexity", "smoothness"), memory=True)
 
     def __init__(
         self,

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 from ocokit.sets import AbstractSet, Simplex
 
@@ -257,6 +257,7 @@ class Hedge(AbstractLearner):
         _checks.one_of("decay", self.decay, _DECAYS)
 
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound",)
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound",), sets=(Simplex,))
 
     @classmethod
     def from_theory(cls, info: ProblemInfo, **overrides: Any) -> Hedge:

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._ofw_player import AbstractOFWStep, DecayingStep, LineSearchStep, StronglyConvexStep
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 
@@ -108,6 +108,7 @@ class OFW(AbstractOFW):
     sigma0: Array = hyperparameter(default=2.0)
     surrogate: str = eqx.field(static=True, default="current")
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
@@ -181,6 +182,7 @@ class OFWLineSearch(AbstractOFW):
 
     eta: Array = hyperparameter()
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
@@ -257,6 +259,7 @@ class SCOFW(AbstractOFW):
 
     lam: Array = hyperparameter()
     theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity",)
+    needs: ClassVar[Needs] = Needs(constants=("strong_convexity",))
 
     def __check_init__(self):
         _checks.positive("lam", self.lam)

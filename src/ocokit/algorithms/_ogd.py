@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 from ocokit.sets import AbstractSet
 
@@ -47,6 +47,7 @@ class OGD(AbstractLearner):
     decay: str = eqx.field(static=True, default="constant")
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._ofw_player import DecayingStep, _OFWPlayerState
 from ocokit.algorithms._queues import drift_plus_penalty, penalised_gradient, regularised_dual_ascent
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
@@ -104,6 +104,7 @@ class OPDP(AbstractLearner):
         _checks.one_of("dual_rule", self.dual_rule, _DUAL_RULES)
 
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "constraint_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(constants=("diameter", "grad_bound", "constraint_grad_bound", "constraint_bound"))
 
     @classmethod
     def from_theory(

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._queue_common import (
     STARTS,
     AbstractQueueLearner,
@@ -397,6 +397,7 @@ class Yi2023(AbstractLearner):
     dual_step: str = eqx.field(static=True, default="gamma")
     start: str = eqx.field(static=True, default="origin")
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    needs: ClassVar[Needs] = Needs(vector=True)
 
     def __check_init__(self):
         _checks.positive("alpha", self.alpha)

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, hyperparameter
 from ocokit.algorithms._hinge_prox import AbstractHingeSolver, HingeProxSolution, as_solver, hinge_prox_step
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
 from ocokit.sets import AbstractSet
@@ -133,6 +133,7 @@ class AbstractQueueLearner(AbstractLearner):
 
     prox: eqx.AbstractVar[HingeProx]
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
+    needs: ClassVar[Needs] = Needs(vector=True, hinge_prox=True)
 
     def decide(self, state):
         return state.x

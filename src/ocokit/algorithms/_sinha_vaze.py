@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._queue_common import STARTS, start_point
 from ocokit.algorithms._tvc_common import LyapunovSurrogate, lipschitz_bound
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
@@ -112,6 +112,9 @@ class SinhaVaze(AbstractLearner):
     start: str = eqx.field(static=True, default="origin")
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "strong_convexity")
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "diameter"), constrained_constants=("constraint_grad_bound",)
+    )
 
     def __check_init__(self):
         _checks.positive("V", self.V)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._ofw_player import AbstractOFWStep, DecayingStep, StronglyConvexStep, _OFWPlayerState
 from ocokit.algorithms._tvc_common import THEORIES, AbstractLyapunovLearner, lipschitz_bound, restart_if_doubled
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
@@ -132,6 +132,9 @@ class OFWTVC(AbstractOFWTVC):
     sum_index: str = eqx.field(static=True, default="current")
     doubling: str = eqx.field(static=True, default="analytic")
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "diameter"), constrained_constants=("constraint_grad_bound",)
+    )
 
     def __check_init__(self):
         _checks.positive("eta", self.eta)
@@ -231,6 +234,9 @@ class SCOFWTVC(AbstractOFWTVC):
     lam: Float[Array, ""] = hyperparameter(default=math.nan)
     phi: str = eqx.field(static=True, default="square_plus_linear")
     theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "strong_convexity")
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "diameter", "strong_convexity"), constrained_constants=("constraint_grad_bound",)
+    )
 
     def __check_init__(self):
         _checks.positive("alpha_f", self.alpha_f)

@@ -26,13 +26,18 @@ from ocokit.trajectory import QUANTITIES, NonFiniteError, Trajectory
 
 
 def check_compatible(learner: AbstractLearner, problem: AbstractProblem) -> None:
-    """One line naming the culprit if ``learner`` or ``problem`` is not an ocokit one."""
+    """One line naming the culprit if ``learner`` or ``problem`` is not an ocokit one, or if the learner's declared
+    needs ([`Needs.mismatch`][ocokit.algorithms.Needs.mismatch]: memory, decision set, decision shape) rule the
+    problem out."""
     if not isinstance(learner, AbstractLearner):
         raise ValueError(f"learner must be an ocokit AbstractLearner, got {type(learner).__name__}")
     if not isinstance(problem, AbstractProblem):
         raise ValueError(f"problem must be an ocokit AbstractProblem, got {type(problem).__name__}")
     if not isinstance(getattr(type(learner), "feedback", None), FeedbackKind):
         raise ValueError(f"{type(learner).__name__} declares no feedback kind (a FeedbackKind class attribute)")
+    why = type(learner).needs.mismatch(problem)
+    if why is not None:
+        raise ValueError(f"{type(learner).__name__} cannot play {type(problem).__name__}: {why}")
 
 
 def first_bad(loss: Array, cons: Array, x_finite: Array) -> tuple[Array, Array]:
