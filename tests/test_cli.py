@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ocokit import cli, experiments
+from ocokit import _cli_tables, cli, experiments
 
 from .helpers import register_two_ogd
 
@@ -175,7 +175,7 @@ def test_list_is_one_line_per_experiment_within_100_columns_naming_papers(monkey
     result = runner.invoke(cli.app, ["list"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert max(len(line) for line in lines) <= cli.LIST_WIDTH
+    assert max(len(line) for line in lines) <= _cli_tables.LIST_WIDTH
     for name in experiments.names():
         (line,) = [line for line in lines if line.startswith(name + " ")]
         exp = experiments.get(name)

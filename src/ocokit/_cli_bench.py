@@ -39,6 +39,7 @@ def bench(
     """Play every library learner (and yours, --learner module:factory) on every compatible suite problem at its
     from_theory parameters; print the leaderboard and write OUT/leaderboard.{md,json,parquet,html}."""
     from ocokit import _checks, bench, cli
+    from ocokit._cli_tables import _plain, console, print_table, status_console
     from ocokit.results import check_writable_folder
 
     _checks.horizon(T, "--T")
@@ -53,7 +54,7 @@ def bench(
         entrants.append(bench.entrant(spec, [e.label for e in entrants]))
     check_writable_folder(out, "--out")
     runner = cli._executor(executor, address, None, None)
-    status = cli.status_console if as_json else cli.console
+    status = status_console if as_json else console
     status.print(f"[bold]ocokit bench[/bold]: {len(chosen)} problems x {len(entrants)} learners, T = {T}, "
                  f"seeds = {seeds}, out = {out}", soft_wrap=True, highlight=False)  # fmt: skip
 
@@ -72,11 +73,11 @@ def bench(
     summary = json.loads(paths["json"].read_text(encoding="utf-8"))
     if as_json:
         typer.echo(json.dumps(summary, indent=2, sort_keys=True))
-    elif cli._plain(plain):
-        cli.console.print(bench.markdown(summary), markup=False, highlight=False, soft_wrap=True)
+    elif _plain(plain):
+        console.print(bench.markdown(summary), markup=False, highlight=False, soft_wrap=True)
     else:
         for title, columns, rows in bench.tables(summary):
-            cli.print_table(title, columns, rows, plain=False, right=len(columns) - 1)
+            print_table(title, columns, rows, plain=False, right=len(columns) - 1)
     pairs = len(board.played())
     status.print(
         f"{pairs} (learner, problem) pairs played, {len(board.results) - pairs} not compatible; "

@@ -106,7 +106,7 @@ class Comparison:
         configs = {algo.label: {s: {"algorithm": algo.label, "learner": learner, "problem": problem,
                                     "options": ctx.raw, "T": T, "seed": s} for s in range(ctx.seeds)}
                    for algo, learner in plan}  # fmt: skip
-        env = _SeedComparators(problem, T, self.chunk_size)  # for every algorithm
+        env = SeedComparators(problem, T, self.chunk_size)  # for every algorithm
         curves: dict[str, dict[str, np.ndarray]] = {}
         summary: Summary = {}
         for algo, learner in plan:
@@ -130,7 +130,7 @@ class Comparison:
         return Outcome(summary, [figure], {"problem": self.describe(problem)})
 
 
-class _SeedComparators:
+class SeedComparators:
     """Each seed's comparator losses ([`ocokit.comparators`][ocokit.comparators]), computed once for all the algorithms
     of a
     [`Comparison`][ocokit.experiments.Comparison], in chunks of ``chunk_size`` seeds, and kept on the host."""

@@ -34,10 +34,10 @@ class Needs:
     [`theory_mismatch`][ocokit.algorithms.Needs.theory_mismatch]): ``constants`` the problem must declare (finite and
     ``> 0``; ``diameter`` and ``inner_radius`` are the domain's), ``constrained_constants`` needed as well when the
     problem has constraints, ``hinge_prox`` (it solves a hinge-proximal step with the solver of the declared
-    constraint structure: affine constraints over any set, else a box domain) and ``constraints`` (``False``: its
-    ``from_theory`` builds it for unconstrained problems only). Every problem offers every feedback kind (the engine
-    builds each from the loss and constraints); a bandit learner's need of a set with an inner ball is the constant
-    ``inner_radius``.
+    constraint structure: affine constraints over any set, else a box domain), ``constraints`` (``False``: its
+    ``from_theory`` builds it for unconstrained problems only) and ``nonnegative`` (constants that may be 0).
+    Every problem offers every feedback kind (the engine builds each from the loss and constraints); a bandit
+    learner's need of a set with an inner ball is the constant ``inner_radius``.
     """
 
     constants: tuple[str, ...] = ()
@@ -47,6 +47,7 @@ class Needs:
     vector: bool = False
     hinge_prox: bool = False
     constraints: bool = True
+    nonnegative: tuple[str, ...] = ()
 
     def __post_init__(self):
         unknown = sorted(set(self.constants + self.constrained_constants) - set(CONSTANT_NAMES))
@@ -81,8 +82,10 @@ class Needs:
         constants = problem.constants()
         for name in self.constants + (self.constrained_constants if N else ()):
             value = float(getattr(domain if name in ("diameter", "inner_radius") else constants, name))
-            if not (math.isfinite(value) and value > 0):
-                return f"its from_theory needs the constant {name} (finite, > 0), and the problem declares {value}"
+            zero_ok = name in self.nonnegative
+            if not (math.isfinite(value) and (value >= 0 if zero_ok else value > 0)):
+                bound = ">= 0" if zero_ok else "> 0"
+                return f"its from_theory needs the constant {name} (finite, {bound}), and the problem declares {value}"
         return None
 
 
@@ -142,7 +145,8 @@ class ProblemInfo(eqx.Module):
         ``argument`` is the caller's keyword that overrides it, when not named ``name`` (the error's hint).
         With ``optional``, a constant that is not finite (unknown) gives ``None`` instead of the error.
         ``norm``: the dual norm of the gradient bounds (``"l2"``, or one the problem declares,
-        [`AbstractProblem.constants_in`][ocokit.problems.AbstractProblem.constants_in]).
+        [`AbstractProblem.constants_in`][ocokit.problems.AbstractProblem.constants_in]; ``"linf"`` bounds default
+        to the l2 ones, which bound an l_inf norm too).
         This is the one way every ``from_theory`` reads and overrides a constant.
         """
         override = dict(self.given).get(name) if override is None else override
@@ -151,10 +155,11 @@ class ProblemInfo(eqx.Module):
         elif name in ("diameter", "inner_radius"):
             value, source = float(getattr(self.domain, name)), f"the domain's {name}"
         elif name in ProblemConstants.__dataclass_fields__:
-            if norm != "l2" and norm not in self.norm_constants:
+            if norm not in ("l2", "linf", *self.norm_constants):
                 raise ValueError(f"{who} needs the problem's constants in the {norm} norm, which it does not declare")
-            constants = self.constants if norm == "l2" else self.norm_constants[norm]
-            where = "" if norm == "l2" else f" (in {norm})"
+            # a bound on an l2 norm bounds the l_inf norm too: the l2 constants stand in for undeclared l_inf ones
+            constants = self.norm_constants.get(norm, self.constants)
+            where = "" if norm not in self.norm_constants else f" (in {norm})"
             value, source = float(getattr(constants, name)), f"the problem constant {name}{where}"
         else:
             raise ValueError(f"unknown constant {name!r}; expected one of {list(CONSTANT_NAMES)}")

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import AbstractLearner, ProblemInfo, hyperparameter
+from ocokit.algorithms._base import AbstractLearner, Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._mirror import (
     AbstractMirrorGeometry,
     EntropicGeometry,
@@ -28,7 +28,7 @@ from ocokit.algorithms._mirror import (
 )
 from ocokit.algorithms._queues import mirror_prox_queue
 from ocokit.feedback import FULL_INFORMATION, FeedbackKind
-from ocokit.sets import AbstractSet
+from ocokit.sets import AbstractSet, Simplex
 
 
 def _optional_array(value: Any) -> Array | None:
@@ -158,6 +158,11 @@ class AbstractMirrorProx(AbstractLearner):
     )  # fmt: skip
     dual_norm: ClassVar[str] = "l2"
     """The dual norm of the geometry, in which ``from_theory`` reads the problem's gradient bounds."""
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "smoothness"),
+        constrained_constants=("constraint_smoothness",),
+        nonnegative=("smoothness", "constraint_smoothness"),
+    )
 
     @classmethod
     def from_theory(
@@ -477,6 +482,12 @@ class SimplexMirrorProx(AbstractMirrorProx):
     known_constraints: Callable[[Array], Array] | None
     geometry: ClassVar[AbstractMirrorGeometry] = EntropicGeometry()
     dual_norm: ClassVar[str] = "linf"
+    needs: ClassVar[Needs] = Needs(
+        constants=("grad_bound", "smoothness"),
+        constrained_constants=("constraint_smoothness",),
+        nonnegative=("smoothness", "constraint_smoothness"),
+        sets=(Simplex,),
+    )
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from ocokit.engine._game import check_compatible
 from ocokit.executors import AbstractExecutor, Local
 from ocokit.harness import Experiment, Outcome, Progress
 from ocokit.store import Context
-from ocokit.studies import _SeedComparators, play, round_columns
+from ocokit.studies import SeedComparators, play, round_columns
 from ocokit.trajectory import QUANTITIES
 
 MEASURES = ("static_regret", "dynamic_regret", "hard_violation", "squared_violation", "cumulative_loss")
@@ -88,7 +88,7 @@ def play_board(
     results = []
     for suite in problems:
         problem = suite.make(T, data_dir)
-        env = _SeedComparators(problem, T, chunk_size)  # each seed's comparators, once for every entrant
+        env = SeedComparators(problem, T, chunk_size)  # each seed's comparators, once for every entrant
         for e in entrants:
             results.append(_play_pair(ctx, suite, problem, e, env, chunk_size))
     return Board(results, list(problems), list(entrants), T, seeds, ctx.new, ctx.skipped)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ocokit import algorithms as A
-from ocokit.algorithms import AbstractLearner, Needs, ProblemInfo
+from ocokit.algorithms import AbstractLearner, ProblemInfo
 from ocokit.datasets import resolve
 from ocokit.problems import (
     AbstractProblem,
@@ -117,18 +117,6 @@ def problems(names: Sequence[str] | None, data_dir: Path | None) -> list[SuitePr
 THEORY_KEYWORDS: dict[type[AbstractLearner], dict[str, Any]] = {A.OCOMemoryLimitedPredictions: {"window": 1}}
 """The ``from_theory`` arguments a library learner has no default for (the predictions learner's window W)."""
 
-PENDING_NEEDS: dict[type[AbstractLearner], Needs] = {
-    A.MirrorProx: Needs(constraints=False),
-    A.SimplexMirrorProx: Needs(constraints=False, sets=(Simplex,)),
-}
-"""Needs not yet declared on their classes (their module is being changed elsewhere): ``from_theory`` needs
-``L_g``, a constraint constant no problem declares, so at its defaults it plays unconstrained problems only."""
-
-
-def needs_of(cls: type[AbstractLearner]) -> Needs:
-    """The declared needs of ``cls`` (`PENDING_NEEDS` first)."""
-    return PENDING_NEEDS.get(cls, cls.needs)
-
 
 def why_not(cls: type[AbstractLearner], problem: AbstractProblem) -> str | None:
     """Why learner class ``cls`` at its ``from_theory`` parameters cannot play ``problem`` (``None``: it can).
@@ -136,7 +124,7 @@ def why_not(cls: type[AbstractLearner], problem: AbstractProblem) -> str | None:
     The rule: [`Needs.theory_mismatch`][ocokit.algorithms.Needs.theory_mismatch] of the class's declared needs
     against the problem's declared set, memory, constraints, structure and constants.
     """
-    return needs_of(cls).theory_mismatch(problem)
+    return cls.needs.theory_mismatch(problem)
 
 
 @dataclasses.dataclass(frozen=True)
