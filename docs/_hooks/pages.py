@@ -569,7 +569,7 @@ def _drop_missing(nav: list, docs_dir: Path) -> list:
 
 
 def _generated(path: str) -> bool:
-    return path.startswith(("algorithms/", "experiments/", "api/")) or path == "citing.md"
+    return path.startswith(("algorithms/", "experiments/", "api/")) or path in ("citing.md", "reproductions.md")
 
 
 _STATE: dict = {}

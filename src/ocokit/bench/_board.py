@@ -29,7 +29,7 @@ from ocokit.studies import SeedComparators, play, round_columns
 from ocokit.trajectory import QUANTITIES
 
 MEASURES = ("static_regret", "dynamic_regret", "hard_violation", "squared_violation", "cumulative_loss")
-"""The final values the board reports per seed (of [`ROUND_METRICS`][ocokit.metrics.ROUND_METRICS]; CCV is the
+"""The final values the board reports per seed (of `ocokit.metrics.ROUND_METRICS`; CCV is the
 hard violation), with ``seconds_per_round``."""
 
 BENCH = Experiment(name="bench", paper="", title="ocokit bench", study=lambda exp, ctx: Outcome({}))
