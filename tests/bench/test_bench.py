@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ocokit import bench, cli
-from ocokit.algorithms import OGD, Hedge, ProblemInfo
+from ocokit.algorithms import OGD, Hedge, OCOMemoryLimitedPredictions, ProblemInfo
 from ocokit.bench._suite import library_classes
 from ocokit.engine._game import check_compatible
 from ocokit.problems import QuadraticWithMemory, TimeVaryingRegression
@@ -40,6 +40,12 @@ def test_a_declared_constant_is_one_from_theory_cannot_do_without(entrant):
         if why is not None and "needs the constant" in why:
             with pytest.raises(ValueError):
                 entrant.make(ProblemInfo.of(problem, T))
+
+
+def test_a_learner_reading_predictions_is_compared_on_losses_with_memory_only():
+    played = [name for name, p in PROBLEMS.items() if bench.why_not(OCOMemoryLimitedPredictions, p) is None]
+    assert played and all(PROBLEMS[name].memory() > 1 for name in played)
+    assert "predictions" in bench.why_not(OCOMemoryLimitedPredictions, PROBLEMS["online-qp"])
 
 
 def test_the_engine_refuses_what_a_learner_declares_it_cannot_play():

@@ -35,7 +35,9 @@ class Needs:
     ``> 0``; ``diameter`` and ``inner_radius`` are the domain's), ``constrained_constants`` needed as well when the
     problem has constraints, ``hinge_prox`` (it solves a hinge-proximal step with the solver of the declared
     constraint structure: affine constraints over any set, else a box domain), ``constraints`` (``False``: its
-    ``from_theory`` builds it for unconstrained problems only) and ``nonnegative`` (constants that may be 0).
+    ``from_theory`` builds it for unconstrained problems only), ``nonnegative`` (constants that may be 0) and
+    ``memoryless`` (``False``: it is compared on losses with memory only, as a learner that reads predictions of the
+    coming rounds would see ahead of the others on memoryless ones).
     Every problem offers every feedback kind (the engine builds each from the loss and constraints); a bandit
     learner's need of a set with an inner ball is the constant ``inner_radius``.
     """
@@ -48,6 +50,7 @@ class Needs:
     hinge_prox: bool = False
     constraints: bool = True
     nonnegative: tuple[str, ...] = ()
+    memoryless: bool = True
 
     def __post_init__(self):
         unknown = sorted(set(self.constants + self.constrained_constants) - set(CONSTANT_NAMES))
@@ -72,6 +75,8 @@ class Needs:
         if why is not None:
             return why
         N, domain = problem.num_constraints, problem.domain
+        if problem.memory() == 1 and not self.memoryless:
+            return "it is compared on losses with memory only (it reads predictions of the coming rounds)"
         if N and not self.constraints:
             return f"its from_theory builds it for unconstrained problems only, and the problem has N = {N}"
         if self.hinge_prox and problem.constraint_structure != "affine" and domain.box_bounds() is None:

@@ -316,7 +316,7 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
     strict_window: bool = eqx.field(static=True, default=False)
     feedback: ClassVar[FeedbackKind] = PREDICTIONS
     theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity", "smoothness")
-    needs: ClassVar[Needs] = Needs(constants=("strong_convexity", "smoothness"), memory=True)
+    needs: ClassVar[Needs] = Needs(constants=("strong_convexity", "smoothness"), memory=True, memoryless=False)
 
     def __init__(
         self,
