@@ -206,3 +206,48 @@ def assumption(problem, norm: str = "l2") -> dict[str, float]:
     c = problem.constants() if norm == "l2" else problem.constants_in(norm)
     return {"L_f": c.smoothness, "L_g": c.constraint_smoothness, "G": c.constraint_sum_bound,
             "H": c.constraint_grad_sum_bound}  # fmt: skip
+
+
+def host_rounds(problem, T: int, seed: int) -> list:
+    """The data of rounds 1..T of ``ocokit.run(..., seed)`` (episode-free problems), as NumPy arrays: what a slow
+    reference loop replays."""
+    import numpy as np
+
+    env_key = ocokit.engine.split_key(jax.random.PRNGKey(seed))[0]
+    return [
+        jax.tree.map(np.asarray, problem.round_data(None, jax.random.fold_in(env_key, t), t)) for t in range(1, T + 1)
+    ]
+
+
+def two_round_toy():
+    """Spec baselines.md §10.1's two-round timing toy: ``f_t(x) = x``, ``g_t(x) = a_t x - b_t`` on [-10, 10], with
+    ``g_1 = x + 1`` and ``g_2 = 2 x + 3``; returns ``(problem, data)``."""
+    from ocokit.problems import CustomProblem
+    from ocokit.sets import Box
+
+    data = {"a": jnp.array([1.0, 2.0]), "b": jnp.array([-1.0, -3.0])}
+    problem = CustomProblem(
+        domain=Box(-10.0, 10.0, dim=1),
+        loss=lambda d, x: x[0],
+        constraints=lambda d, x: jnp.array([d["a"] * x[0] - d["b"]]),
+        data=data,
+    )
+    return problem, data
+
+
+def play_by_hand(learner, problem, data, record) -> tuple[list[float], list[float]]:
+    """``learner`` stepped by hand through the rounds of ``data`` (init, decide, update): the decisions
+    ``x_1..x_{T+1}`` and ``record(learner, state)`` after each update (a queue, a multiplier)."""
+    from ocokit.algorithms import ProblemInfo
+
+    T = len(jax.tree.leaves(data)[0])
+    state = learner.init(ProblemInfo.of(problem, T), jax.random.PRNGKey(0))
+    xs, recorded = [], []
+    for t in range(T):
+        x = learner.decide(state)
+        state = learner.update(
+            state, x, ocokit.feedback.FullInformation(problem, jax.tree.map(lambda a, t=t: a[t], data))
+        )
+        xs.append(float(x[0]))
+        recorded.append(float(record(learner, state)))
+    return [*xs, float(learner.decide(state)[0])], recorded

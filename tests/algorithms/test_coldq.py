@@ -15,6 +15,7 @@ from ocokit.engine import split_key
 from ocokit.problems import CustomProblem, TimeVaryingRegression
 from ocokit.sets import Box
 
+from ..helpers import host_rounds
 from ..learner_cases import regression_rounds
 from .test_hinge_prox import _clarabel
 
@@ -22,13 +23,6 @@ T = 40
 _REGRESSION = TimeVaryingRegression(dim=4, rows=3)  # K = [0, 5]^4, N = 2, fresh A_t, b_t each round
 PROBLEM = regression_rounds()  # the same rounds without the regression's comparators (a light compile)
 AFFINE = {"solver": "affine"}
-
-
-def _rounds(problem, T, seed):
-    env_key = split_key(jax.random.PRNGKey(seed))[0]
-    return [
-        jax.tree.map(np.asarray, problem.round_data(None, jax.random.fold_in(env_key, t), t)) for t in range(1, T + 1)
-    ]
 
 
 def _grad(d, x):
@@ -43,7 +37,7 @@ def _p_t(grad, alpha, center, Q, d):
 
 def _reference_coldq(T, seed, eta, gamma, alpha0, power):
     """Algorithm 1 written from the spec: x_1 = 0, Q_1 = gamma; for t = 2..T solve P_t, then queue (8)."""
-    data = _rounds(PROBLEM, T, seed)
+    data = host_rounds(PROBLEM, T, seed)
     xs, Qs = [np.zeros(4)], [np.full(2, gamma)]
     for t in range(2, T + 1):
         prev = data[t - 2]  # round t - 1
@@ -176,7 +170,7 @@ def test_bad_hyperparameters_raise(kwargs, match):
 
 def _reference_expert(T, seed, M, kappa, eta, gamma):
     """Algorithm 2 written from the spec (w_2 from l_1; queues on each expert's own decision)."""
-    data = _rounds(PROBLEM, T, seed)
+    data = host_rounds(PROBLEM, T, seed)
     m = np.arange(1, M + 1)
     w = (M + 1) / (m * (m + 1) * M)
     xs, Q = np.zeros((M, 4)), np.full((M, 2), gamma)

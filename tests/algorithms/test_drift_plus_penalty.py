@@ -14,6 +14,8 @@ from ocokit.algorithms import OGD, ProblemInfo, YuNeelyWei
 from ocokit.problems import CustomProblem, OnlineQuadratic
 from ocokit.sets import Box, L2Ball
 
+from ..helpers import play_by_hand, two_round_toy
+
 T = 30
 DIM, N = 3, 2
 
@@ -76,23 +78,8 @@ def test_two_round_toy_with_hand_computed_timing():
     Round 1: x(1) = 0, g = 1, d = 1, x(2) = -0.5, Q(2) = max(0 + 1 + 1 * (-0.5), 0) = 0.5.
     Round 2: g = 2 (-0.5) + 3 = 2, d = 1 + 0.5 * 2 = 2, x(3) = -1.5, Q(3) = max(0.5 + 2 + 2 (-1), 0) = 0.5.
     """
-    data = {"a": jnp.array([1.0, 2.0]), "b": jnp.array([-1.0, -3.0])}
-    problem = CustomProblem(
-        domain=Box(-10.0, 10.0, dim=1),
-        loss=lambda d, x: x[0],
-        constraints=lambda d, x: jnp.array([d["a"] * x[0] - d["b"]]),
-        data=data,
-    )
-    learner = YuNeelyWei(V=1.0, alpha=1.0)
-    state = learner.init(ProblemInfo.of(problem, 2), jax.random.PRNGKey(0))
-    xs, qs = [], []
-    for t in range(2):
-        x = learner.decide(state)
-        fb = ocokit.feedback.FullInformation(problem, jax.tree.map(lambda a, t=t: a[t], data))
-        state = learner.update(state, x, fb)
-        xs.append(float(x[0]))
-        qs.append(float(state.queue[0]))
-    xs.append(float(learner.decide(state)[0]))
+    problem, data = two_round_toy()
+    xs, qs = play_by_hand(YuNeelyWei(V=1.0, alpha=1.0), problem, data, lambda lrn, s: s.queue[0])
     np.testing.assert_allclose(xs, [0.0, -0.5, -1.5], atol=1e-12)
     np.testing.assert_allclose(qs, [0.5, 0.5], atol=1e-12)
 

@@ -4,30 +4,21 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import ocokit
 from ocokit.algorithms import ProblemInfo, SinhaVaze
-from ocokit.engine import split_key
 from ocokit.problems import CustomProblem, OnlineQuadraticProgram, TimeVaryingRegression
 from ocokit.sets import Box
 
+from ..helpers import host_rounds, play_by_hand, two_round_toy
 from ..learner_cases import regression_rounds
 
 T = 200
 PROBLEM = regression_rounds()  # K = [0, 5]^4, f_t = 1/2 ||H_t x - y_t||^2, g_t = A_t x - b_t (N = 2)
 UPPER = 5.0
-
-
-def _rounds(problem, T, seed):
-    """The data of rounds 1..T of ``ocokit.run(..., seed)``, as NumPy arrays."""
-    env_key = split_key(jax.random.PRNGKey(seed))[0]
-    return [
-        jax.tree.map(np.asarray, problem.round_data(None, jax.random.fold_in(env_key, t), t)) for t in range(1, T + 1)
-    ]
 
 
 def reference_sinha_vaze(data, V, beta, lam, D, multi="per_constraint", variant="convex", alpha=None):
@@ -71,10 +62,10 @@ def _run(learner, T_=T, seed=3):
     ],
     ids=["weighted", "theory", "max"],
 )
-def test_matches_numpy_reference_decision_by_decision_over_200_rounds(params):
+def test_matches_numpy_reference_decision_by_decision_over_200host_rounds(params):
     xs, Qs, traj = _run(SinhaVaze(**params))
     multi = params.get("multi", "per_constraint")
-    ref_x, ref_Q = reference_sinha_vaze(_rounds(PROBLEM, T, 3), **{k: v for k, v in params.items() if k != "multi"},
+    ref_x, ref_Q = reference_sinha_vaze(host_rounds(PROBLEM, T, 3), **{k: v for k, v in params.items() if k != "multi"},
                                         multi=multi)  # fmt: skip
     np.testing.assert_allclose(xs, ref_x, rtol=0, atol=1e-10)
     np.testing.assert_allclose(Qs.reshape(ref_Q.shape), ref_Q, rtol=1e-10, atol=1e-12)
@@ -87,34 +78,11 @@ def test_matches_numpy_reference_decision_by_decision_over_200_rounds(params):
 def test_strongly_convex_variant_matches_the_reference():
     params = {"V": 2.0, "beta": 1.0, "alpha": 0.5}
     xs, Qs, _ = _run(SinhaVaze(**params, variant="strongly_convex"), T_=60)
-    ref_x, ref_Q = reference_sinha_vaze(_rounds(PROBLEM, 60, 3), lam=None, D=None, variant="strongly_convex", **params)
+    ref_x, ref_Q = reference_sinha_vaze(
+        host_rounds(PROBLEM, 60, 3), lam=None, D=None, variant="strongly_convex", **params
+    )
     np.testing.assert_allclose(xs, ref_x, rtol=0, atol=1e-10)
     np.testing.assert_allclose(Qs, ref_Q, rtol=1e-10, atol=1e-12)
-
-
-def _toy():
-    """Spec §10.1's two-round toy: f_t(x) = x, g_t(x) = a_t x - b_t on [-10, 10], g_1 = x + 1, g_2 = 2 x + 3."""
-    data = {"a": jnp.array([1.0, 2.0]), "b": jnp.array([-1.0, -3.0])}
-    problem = CustomProblem(
-        domain=Box(-10.0, 10.0, dim=1),
-        loss=lambda d, x: x[0],
-        constraints=lambda d, x: jnp.array([d["a"] * x[0] - d["b"]]),
-        data=data,
-    )
-    return problem, data
-
-
-def _play_two_rounds(learner, problem, data):
-    state = learner.init(ProblemInfo.of(problem, 2), jax.random.PRNGKey(0))
-    xs, qs = [], []
-    for t in range(2):
-        x = learner.decide(state)
-        fb = ocokit.feedback.FullInformation(problem, jax.tree.map(lambda a, t=t: a[t], data))
-        state = learner.update(state, x, fb)
-        xs.append(float(x[0]))
-        qs.append(float(learner.diagnostics(state)["queue"][0]))
-    xs.append(float(learner.decide(state)[0]))
-    return xs, qs
 
 
 def test_two_round_toy_with_hand_computed_timing():
@@ -127,9 +95,9 @@ def test_two_round_toy_with_hand_computed_timing():
     ln2 = math.log(2.0)
     n1, n2 = 1 + 2 * ln2, 1 + 8 * ln2
     hand_x = [0.0, -1.0, -1.0 - n2 / math.hypot(n1, n2)]
-    problem, data = _toy()
+    problem, data = two_round_toy()
     learner = SinhaVaze(V=1.0, beta=1.0, lam=ln2, D=math.sqrt(2.0))
-    xs, qs = _play_two_rounds(learner, problem, data)
+    xs, qs = play_by_hand(learner, problem, data, lambda lrn, s: lrn.diagnostics(s)["queue"][0])
     np.testing.assert_allclose(xs, hand_x, rtol=0, atol=1e-12)
     np.testing.assert_allclose(qs, [1.0, 2.0], rtol=0, atol=1e-12)
     # The NumPy loop of the spec gives the same numbers on the toy.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -14,8 +13,8 @@ from ocokit.algorithms import OGD, ProblemInfo, YuanLamperski
 from ocokit.problems import CustomProblem, OnlineQuadratic
 from ocokit.sets import Box, L2Ball
 
+from ..helpers import host_rounds, play_by_hand, two_round_toy
 from ..learner_cases import regression_rounds
-from .test_sinha_vaze import _rounds, _toy
 
 T = 200
 PROBLEM = regression_rounds()  # K = [0, 5]^4, f_t = 1/2 ||H_t x - y_t||^2, g_t = A_t x - b_t (N = 2)
@@ -47,11 +46,11 @@ def reference_yuan_lamperski(data, beta, eta_p, first_update="gradient"):
     ],
     ids=["code", "small-penalty", "penalised"],
 )
-def test_matches_numpy_reference_decision_by_decision_over_200_rounds(beta, eta_p, first_update):
+def test_matches_numpy_reference_decision_by_decision_over_200host_rounds(beta, eta_p, first_update):
     learner = YuanLamperski(beta=beta, eta_p=eta_p, first_update=first_update)
     traj = ocokit.run(learner, PROBLEM, T, 3, record_decisions=True, comparators=False)
     xs, qs = np.asarray(traj.decisions), np.asarray(traj.diagnostics["multiplier"])
-    ref_x, ref_q = reference_yuan_lamperski(_rounds(PROBLEM, T, 3), beta, eta_p, first_update)
+    ref_x, ref_q = reference_yuan_lamperski(host_rounds(PROBLEM, T, 3), beta, eta_p, first_update)
     np.testing.assert_allclose(xs, ref_x, rtol=0, atol=1e-10)
     np.testing.assert_allclose(qs, ref_q, rtol=1e-10, atol=1e-12)
     violated = np.asarray(traj.constraints) > 0
@@ -66,19 +65,11 @@ def test_two_round_toy_with_hand_computed_timing():
     d = 1 + 4 * 2 = 9, x_3 = -1/2 - 9/2 = -5 (round 2's g at x_2; g_1 at x_2 would give q = 1, x_3 = -1.5).
     ``first_update="penalised"``: q = 2, d = 3, x_2 = -3/2; round 2: g_2(x_2) = 0 (the kink: no penalty), x_3 = -2.
     """
-    problem, data = _toy()
+    problem, data = two_round_toy()
     for first_update, hand_x, hand_q in (("gradient", [0.0, -0.5, -5.0], [0.0, 4.0]),
                                          ("penalised", [0.0, -1.5, -2.0], [2.0, 0.0])):  # fmt: skip
         learner = YuanLamperski(beta=0.5, eta_p=0.5, first_update=first_update)
-        state = learner.init(ProblemInfo.of(problem, 2), jax.random.PRNGKey(0))
-        xs, qs = [], []
-        for t in range(2):
-            x = learner.decide(state)
-            fb = ocokit.feedback.FullInformation(problem, jax.tree.map(lambda a, t=t: a[t], data))
-            state = learner.update(state, x, fb)
-            xs.append(float(x[0]))
-            qs.append(float(learner.diagnostics(state)["multiplier"][0]))
-        xs.append(float(learner.decide(state)[0]))
+        xs, qs = play_by_hand(learner, problem, data, lambda lrn, s: lrn.diagnostics(s)["multiplier"][0])
         np.testing.assert_allclose(xs, hand_x, rtol=0, atol=1e-12, err_msg=first_update)
         np.testing.assert_allclose(qs, hand_q, rtol=0, atol=1e-12, err_msg=first_update)
 
