@@ -138,8 +138,8 @@ def test_local_propagates_errors_unchanged_after_earlier_units(tmp_path):
 def _stored(out: Path) -> dict[str, tuple[dict, dict]]:
     """Every run file under ``out``: name -> (columns, metadata without the wall time and the provenance)."""
     runs = {str(p.relative_to(out)): load_records(p) for p in sorted(out.rglob("*.parquet"))}
-    return {name: (cols, {k: v for k, v in meta.items() if k not in ("wall_seconds_per_round", "provenance")})
-            for name, (cols, meta) in runs.items()}  # fmt: skip
+    volatile = ("wall_seconds_per_round", "compile_seconds", "provenance")
+    return {name: (cols, {k: v for k, v in meta.items() if k not in volatile}) for name, (cols, meta) in runs.items()}
 
 
 def _summary(out: Path) -> dict:
@@ -147,6 +147,7 @@ def _summary(out: Path) -> dict:
     summary.pop("provenance", None)  # when and where: differs by design
     for stats in summary["algorithms"].values():
         stats.pop("wall_seconds_per_round")
+        stats.pop("compile_seconds", None)
     return summary
 
 

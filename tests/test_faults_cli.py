@@ -62,7 +62,10 @@ def _warnings(output: str) -> list[str]:
 def _numbers(out: Path) -> dict:
     """summary.json's statistics, without the wall times and the provenance (they differ by design)."""
     algorithms = json.loads((out / "summary.json").read_text())["algorithms"]
-    return {name: {k: v for k, v in st.items() if k != "wall_seconds_per_round"} for name, st in algorithms.items()}
+    return {
+        name: {k: v for k, v in st.items() if k not in ("wall_seconds_per_round", "compile_seconds")}
+        for name, st in algorithms.items()
+    }
 
 
 def _run(out: Path):

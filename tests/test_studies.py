@@ -76,3 +76,11 @@ def test_the_algorithms_option_chooses_among_the_declared_labels(tmp_path):
         exp.run(T=40, seeds=1, out=tmp_path, options={"algorithms": "OGD,Nope"})
     report = exp.run(T=40, seeds=1, out=tmp_path, options={"algorithms": "OFW"})
     assert list(report.summary) == ["OFW"] and report.new_runs == 4
+
+
+def test_play_reports_compile_time_apart_from_the_time_per_round():
+    learner = OGD(eta=0.123456)  # a step no other test compiles with
+    _, first = play(learner, PROBLEM, 37, range(2))
+    _, second = play(learner, PROBLEM, 37, range(2))  # the same program: only small host-side traces are left
+    assert first["compile_seconds"] > 0 and second["compile_seconds"] < 0.1 * first["compile_seconds"]
+    assert 0 < first["wall_seconds_per_round"] and 0 < second["wall_seconds_per_round"]

@@ -30,13 +30,44 @@ from ocokit.papers import cite
 from ocokit.problems._base import round_at
 from ocokit.store import Context
 
+Timing = dict[str, float]
+"""What `play` measured, stored beside every run: ``wall_seconds_per_round`` (of one run,
+compiling excluded) and ``compile_seconds`` (tracing and compiling the run's programs; 0 when all were compiled)."""
 
-def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], **kwargs) -> tuple[Trajectory, float]:
-    """``sweep(learner, problem, T, seeds, **kwargs)`` and its wall time per round of one run."""
-    tic = time.perf_counter()
-    traj = sweep(learner, problem, T, list(seeds), **kwargs)
-    traj.loss.block_until_ready()
-    return traj, (time.perf_counter() - tic) / (T * len(seeds))
+
+COMPILE_EVENTS = ("/jax/core/compile/",)
+"""JAX's duration events of tracing, lowering and compiling a program (public ``jax.monitoring`` names)."""
+
+
+def play(learner: AbstractLearner, problem: Any, T: int, seeds: Sequence[int], **kwargs) -> tuple[Trajectory, Timing]:
+    """``sweep(learner, problem, T, seeds, **kwargs)`` and its `Timing`: the wall
+    time per round of one run with the time spent compiling taken out, and that compile time apart."""
+    compiling: list[float] = []
+
+    def listen(event: str, seconds: float, **_: Any) -> None:
+        if event.startswith(COMPILE_EVENTS):
+            compiling.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        tic = time.perf_counter()
+        traj = sweep(learner, problem, T, list(seeds), **kwargs)
+        traj.loss.block_until_ready()
+        wall = time.perf_counter() - tic
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    compile_seconds = min(sum(compiling), wall)
+    return traj, {"wall_seconds_per_round": (wall - compile_seconds) / (T * len(seeds)),
+                  "compile_seconds": compile_seconds}  # fmt: skip
+
+
+def timing(metas: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """An algorithm's timing in a summary, from its stored runs' `Timing`s: the mean
+    ``wall_seconds_per_round`` (compiling excluded) and the longest ``compile_seconds`` of a unit (runs stored by
+    an earlier version have none)."""
+    out = {"wall_seconds_per_round": float(np.mean([m["wall_seconds_per_round"] for m in metas]))}
+    compiled = [m["compile_seconds"] for m in metas if "compile_seconds" in m]
+    return out | ({"compile_seconds": float(max(compiled))} if compiled else {})
 
 
 def round_columns(traj: Trajectory, i: int) -> dict[str, np.ndarray]:
@@ -112,9 +143,9 @@ class Comparison:
         for algo, learner in plan:
 
             def compute(missing, learner=learner):
-                traj, seconds = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
+                traj, meta = play(learner, problem, T, missing, chunk_size=self.chunk_size, comparators=False)
                 traj = with_comparators(traj, env(missing))
-                per_round, meta = metrics.available_metrics(traj), {"wall_seconds_per_round": seconds}
+                per_round = metrics.available_metrics(traj)
                 return {s: (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
                         for i, s in enumerate(missing)}  # fmt: skip
 
@@ -123,8 +154,7 @@ class Comparison:
             names = [k for k in metrics.ROUND_METRICS if all(k in r[0] for r in records)]  # runs of any version
             curves[algo.label] = {k: np.stack([r[0][k] for r in records]) for k in names}
             summary[algo.label] = {k: metrics.mean_std(v[:, -1]) for k, v in curves[algo.label].items()}
-            seconds = float(np.mean([r[1]["wall_seconds_per_round"] for r in records]))
-            summary[algo.label].update(wall_seconds_per_round=seconds, seeds=len(records), note=algo.note)
+            summary[algo.label].update(timing([meta for _, meta in records]), seeds=len(records), note=algo.note)
         title = f"{exp.title} ({cite(exp.paper)}, T = {T})"
         figure = Figure(curves, panels=self.panels, kwargs={"title": title, "logy": self.logy})
         return Outcome(summary, [figure], {"problem": self.describe(problem)})
@@ -294,14 +324,14 @@ class Sweep:
         cells, summary, values = list(self.grid(ctx)), {}, {}
         axes = list(dict.fromkeys(c.axis for c in cells))
         for algo in select(exp.algorithms, ctx.options.get("algorithms")):
-            entry, seconds, seeds = {}, [], 0
+            entry, metas, seeds = {}, [], 0
             for axis in axes:
                 plan = [(c, self._learner(algo, c, ctx)) for c in cells if c.axis == axis]
                 plan = [(c, learner) for c, learner in plan if learner is not None]
                 if not plan:
                     continue
                 stored = self._play(ctx, algo, axis, plan)
-                seconds += [meta["wall_seconds_per_round"] for _, meta in stored]
+                metas += [meta for _, meta in stored]
                 seeds = max(seeds, *(len(c["seed"]) for c, _ in stored))
                 for m in (k for k in stored[0][0] if k != "seed"):
                     per_cell = [metrics.quartiles(c[m]) | _counts(c[m]) for c, _ in stored]
@@ -312,8 +342,7 @@ class Sweep:
             if entry:
                 for fit in self.fits:
                     entry.update(fit(entry))
-                timing = {"wall_seconds_per_round": float(np.mean(seconds)), "seeds": seeds}
-                summary[algo.label] = entry | timing | {"note": algo.note}
+                summary[algo.label] = entry | timing(metas) | {"seeds": seeds, "note": algo.note}
         figures = [self._figure(exp, ctx, cells, plot, values) for plot in self.plots]
         return Outcome(summary | (self.extra(exp, ctx) if self.extra else {}), figures)
 
@@ -338,19 +367,19 @@ class Sweep:
         return [stored[i] for i in range(len(plan))]
 
     def _cell(self, label: str, cell: Cell, learner, seeds: list[int]) -> tuple[dict, dict]:
-        traj, seconds = play(learner, cell.problem, cell.T, seeds, chunk_size=self.chunk_size,
+        traj, measured = play(learner, cell.problem, cell.T, seeds, chunk_size=self.chunk_size,
                              comparators=self.comparators, throw=self.throw)  # fmt: skip
         traj = jax.tree.map(np.asarray, traj)
         return self._record(Runs(label, learner, cell, np.asarray(seeds), traj.loss, traj.constraints,
                                  traj.diagnostics, traj.comparator_loss, traj.optimum_loss, traj.first_bad_round),
-                            seconds)  # fmt: skip
+                            measured)  # fmt: skip
 
     def _prefix(self, label: str, plan, ids) -> dict[int, tuple[dict, dict]]:
         """Every cell of one axis from one run of its largest horizon (``prefix`` above)."""
         learners, problem = [learner for _, learner in plan], plan[0][0].problem
         T, seeds = max(c.T for c, _ in plan), sorted({s for seeds in ids for s in seeds})
         one = all(eqx.tree_equal(learner, learners[0]) is True for learner in learners)
-        traj, seconds = play(learners[0] if one else stack(learners), problem, T, seeds, chunk_size=self.chunk_size,
+        traj, measured = play(learners[0] if one else stack(learners), problem, T, seeds, chunk_size=self.chunk_size,
                              comparators=False, throw=self.throw, batched_learner=not one)  # fmt: skip
         traj = jax.tree.map(lambda a: np.asarray(a)[None] if one else np.asarray(a), traj)  # (B or 1, S, ...)
         best = None
@@ -363,12 +392,12 @@ class Sweep:
             runs = Runs(label, learner, cell, np.asarray(ids[i]), cut.loss[:, :Tb], cut.constraints[:, :Tb],
                         {k: v[:, :Tb] for k, v in cut.diagnostics.items()},
                         None if best is None else best[rows, i, :Tb], None, cut.first_bad_round)  # fmt: skip
-            done[i] = self._record(runs, seconds)
+            done[i] = self._record(runs, measured)
         return done
 
-    def _record(self, runs: Runs, seconds: float) -> tuple[dict, dict]:
+    def _record(self, runs: Runs, measured: Timing) -> tuple[dict, dict]:
         columns = {k: np.asarray(v, float) for k, v in self.measure(runs).items()}
-        return {"seed": runs.seeds} | columns, {"wall_seconds_per_round": seconds}
+        return {"seed": runs.seeds} | columns, measured
 
     def _figure(self, exp: Experiment, ctx: Context, cells: Sequence[Cell], plot: Plot, values) -> Figure:
         curves, drawn = {}, [[c for c in cells if c.axis == axis] for _, _, axis, *_ in plot.panels]

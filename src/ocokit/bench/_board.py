@@ -142,14 +142,13 @@ def _failed(result: Result, what: str, err: BaseException) -> Result:
 def _compute(learner, problem, T: int, missing: list, env, chunk_size: int) -> dict[int, tuple[dict, dict]]:
     """The runs of seeds ``missing``: per-round columns and metrics, the time per round of a compiled run, and each
     seed's first non-finite round (stored, not raised)."""
-    play(learner, problem, T, missing, chunk_size=chunk_size, comparators=False, throw=False)  # compiles
-    traj, seconds = play(learner, problem, T, missing, chunk_size=chunk_size, comparators=False, throw=False)
+    traj, timing = play(learner, problem, T, missing, chunk_size=chunk_size, comparators=False, throw=False)
     traj = with_comparators(traj, env(missing))
     per_round = metrics.available_metrics(traj)
     bad, what = np.asarray(traj.first_bad_round), np.asarray(traj.bad_quantity)
     done: dict[int, tuple[dict, dict[str, Any]]] = {}
     for i, s in enumerate(missing):
         error = f"non-finite {QUANTITIES[what[i]]} at round {bad[i]}" if bad[i] >= 0 else ""
-        meta = {"wall_seconds_per_round": seconds, "first_bad_round": int(bad[i]), "error": error}
+        meta = timing | {"first_bad_round": int(bad[i]), "error": error}
         done[s] = (round_columns(traj, i) | {k: v[i] for k, v in per_round.items()}, meta)
     return done

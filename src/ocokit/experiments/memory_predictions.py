@@ -99,10 +99,10 @@ def _algorithm1(law, est, W, opts, delta_prime=None) -> OCOMemoryLimitedPredicti
 
 def _regrets(learner, problem, T, seed_ids):
     """Final dynamic regret of ``learner`` on ``seed_ids`` (nan where non-finite), as one stored record."""
-    traj, seconds = play(learner, problem, T, seed_ids, chunk_size=256, throw=False)
+    traj, timing = play(learner, problem, T, seed_ids, chunk_size=256, throw=False)
     regret, bad = metrics.dynamic_regret(traj)[:, -1], np.asarray(traj.first_bad_round)
     cols = {"seed": np.asarray(list(seed_ids)), "regret": np.where(bad >= 0, np.nan, regret), "first_bad_round": bad}
-    return cols, {"wall_seconds_per_round": seconds}
+    return cols, timing
 
 
 def _literal(ctx, name, learners, seeds, plotted_setting) -> dict[str, Any]:
