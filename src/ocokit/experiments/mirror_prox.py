@@ -22,6 +22,7 @@ import numpy as np
 
 from ocokit.algorithms import OGD, MirrorProx, ProblemInfo, SimplexMirrorProx, YuNeelyWei
 from ocokit.harness import ALGORITHMS, Algorithm, Claim, Experiment, Option, register
+from ocokit.papers import cite
 from ocokit.problems import DriftingQuadratic
 from ocokit.studies import Cell, Fit, Plot, Runs, Sweep, per_run, regret_and_violation
 
@@ -39,7 +40,7 @@ METHODS = {
     "OGD": (lambda p, info, V: OGD.from_theory(info), None, "ignores the constraints"),
 }  # fmt: skip
 _COLDQ_ON_BALL = ("not run: COLDQ's exact per-round hinge prox handles a quadratic constraint only over a Box "
-                  "(paper 003 solver), and this problem has a Euclidean ball")  # fmt: skip
+                  f"({cite('003')} solver), and this problem has a Euclidean ball")  # fmt: skip
 GRID = (
     Option("horizons", int, 4, "horizons in the T grid", low=3),
     Option("ratio", int, 4, "ratio of the grid", low=2),

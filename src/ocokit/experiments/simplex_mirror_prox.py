@@ -16,6 +16,7 @@ import numpy as np
 from ocokit.algorithms import COLDQ, OGD, Hedge, MirrorProx, SimplexMirrorProx, YuNeelyWei
 from ocokit.experiments.mirror_prox import GRID, exponent_at_most, horizons, learner, lemma55, measure, theory
 from ocokit.harness import ALGORITHMS, Algorithm, Claim, Experiment, Option, register
+from ocokit.papers import cite
 from ocokit.problems import DriftingAllocation
 from ocokit.studies import Cell, Fit, Plot, Runs, Sweep
 
@@ -27,7 +28,7 @@ METHODS = {
     "OGD": (lambda p, info, V: OGD.from_theory(info), None, "Euclidean, no constraints"),
     "YuNeelyWei": (lambda p, info, V: YuNeelyWei.from_theory(info), None, "drift-plus-penalty OGD"),
     "COLDQ": (lambda p, info, V: COLDQ.from_theory(info, solver="affine"), None,
-              "paper 003 (Cor. 1 parameters), exact hinge prox of the affine budget"),
+              f"{cite('003')} (Cor. 1 parameters), exact hinge prox of the affine budget"),
 }  # fmt: skip
 
 

@@ -23,12 +23,15 @@ import numpy as np
 
 from ocokit.algorithms import OFW, SCOFW, OFWLineSearch, ProblemInfo
 from ocokit.harness import Algorithm, Claim, Experiment, Option, Summary, register
+from ocokit.papers import cite
 from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.problems._base import AbstractProblem
 from ocokit.sets import L1Ball, L2Ball, LpBall
 from ocokit.studies import Cell, Fit, Plot, Runs, Sweep
 
 NAME = "strongly-convex-sets"
+WAN_ZHANG = cite("001")
+"""The paper as users read it (Wan and Zhang, AAAI 2021)."""
 
 
 def _ofw_with_thm1_eta(info: ProblemInfo) -> OFW:
@@ -37,11 +40,11 @@ def _ofw_with_thm1_eta(info: ProblemInfo) -> OFW:
 
 
 ALGORITHMS = (
-    Algorithm("OFW-LS", OFWLineSearch.from_theory, "paper 001 Algorithm 1, eta = D / (2 G (T+2)^{2/3})"),
+    Algorithm("OFW-LS", OFWLineSearch.from_theory, f"{WAN_ZHANG}, Algorithm 1, eta = D / (2 G (T+2)^{{2/3}})"),
     Algorithm("OFW", OFW.from_theory, "Hazan-Kale OFW, eta = D / (2 G T^{3/4}), sigma_t = min(1, 2/sqrt t)"),
     Algorithm("OFW, Thm-1 eta", _ofw_with_thm1_eta,
               "ablation: Hazan-Kale's decaying step with OFW-LS's eta (no theorem)"),
-    Algorithm("SC-OFW", SCOFW.from_theory, "paper 001 Algorithm 2, lam = the losses' strong convexity"),
+    Algorithm("SC-OFW", SCOFW.from_theory, f"{WAN_ZHANG}, Algorithm 2, lam = the losses' strong convexity"),
 )  # fmt: skip
 LEARNERS = {a.label: a for a in ALGORITHMS}
 """Legend label -> the algorithm, its factory giving the theorems' parameters for the horizon in ``info``."""
@@ -158,16 +161,18 @@ def _bounds_hold(summary: Summary) -> tuple[str, bool]:
 
 
 CLAIMS = (
-    *(Claim(f"OFW with line search: regret O(T^{{2/3}}) over the {b} ball (001 Thm 1)", _at_most("OFW-LS", 2 / 3, k))
+    *(Claim(f"OFW with line search: regret O(T^{{2/3}}) over the {b} ball ({WAN_ZHANG}, Thm 1)",
+            _at_most("OFW-LS", 2 / 3, k))
       for k, b in (("l2-linear", "l2"), ("lp-linear", "l_1.5"))),
-    Claim("classic OFW: regret O(T^{3/4}) on every set (Hazan 2016, as recalled in 001)",
+    Claim(f"classic OFW: regret O(T^{{3/4}}) on every set (Hazan 2016, as recalled in {WAN_ZHANG})",
           _at_most("OFW", 3 / 4, "l2-linear", "lp-linear", "l1-linear")),
     Claim("with the theorems' parameters, over strongly convex sets exponent(OFW-LS) < exponent(OFW)",
           _below("OFW-LS", "OFW", "l2-linear", "lp-linear")),
-    Claim("every regret stays below its theorem's explicit bound (001 Thms 1-3; Hazan 2016 Thm 7.3)", _bounds_hold),
-    Claim("SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (001 Thm 2)",
+    Claim(f"every regret stays below its theorem's explicit bound ({WAN_ZHANG}, Thms 1-3; Hazan 2016 Thm 7.3)",
+          _bounds_hold),
+    Claim(f"SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses ({WAN_ZHANG}, Thm 2)",
           _at_most("SC-OFW", 1 / 2, "l2-quadratic")),
-    Claim("SC-OFW: regret O(T^{2/3}) over any convex set, here the l1 ball (001 Thm 3)",
+    Claim(f"SC-OFW: regret O(T^{{2/3}}) over any convex set, here the l1 ball ({WAN_ZHANG}, Thm 3)",
           _at_most("SC-OFW", 2 / 3, "l1-quadratic")),
 )  # fmt: skip
 
