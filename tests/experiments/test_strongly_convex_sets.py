@@ -74,7 +74,7 @@ def test_small_run_end_to_end_and_equal_to_separate_runs(tmp_path):
     assert not (tmp_path / "strongly-convex-sets-linear.png").exists()
     measured = {c.statement: c for c in report.claims}
     assert sum("not measured" in c.measured for c in report.claims) == 5  # they need settings not run
-    thm2 = measured["SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (001 Thm 2)"]
+    thm2 = measured["SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (Wan and Zhang, AAAI 2021, Thm 2)"]
     assert "fitted exponent" in thm2.measured
     entry = report.summary["SC-OFW"]
     assert entry["regret"]["l2-quadratic"]["x"] == grid and set(entry["regret"]) == {"l2-quadratic"}
@@ -98,6 +98,6 @@ def test_default_run_confirms_the_papers_exponents(tmp_path):
     experiment = E.get("strongly-convex-sets")
     report = experiment.run(T=experiment.default_T, seeds=experiment.default_seeds, out=tmp_path)
     holds = {c.statement: c.holds for c in report.claims}
-    paper_claims = [s for s in holds if "001 Thm" in s]
+    paper_claims = [s for s in holds if "Wan and Zhang, AAAI 2021, Thm" in s]
     assert len(paper_claims) == 5
     assert all(holds[s] for s in paper_claims), report.claims
