@@ -201,13 +201,6 @@ class BFWTVC(AbstractBanditTVC):
     max_inner: int = _checks.checked_field(_checks.positive_int, static=True, default=1000)
     phi: str = eqx.field(static=True, default="exp")
 
-    theory_reads: ClassVar[tuple[str, ...]] = (
-        "grad_bound",
-        "constraint_grad_bound",
-        "loss_bound",
-        "diameter",
-        "inner_radius",
-    )
     needs: ClassVar[Needs] = Needs(
         constants=("grad_bound", "diameter", "loss_bound", "inner_radius"),
         constrained_constants=("constraint_grad_bound",),
@@ -351,13 +344,6 @@ class SCBFWTVC(AbstractBanditTVC):
     phi: str = eqx.field(static=True, default="square")
     surrogate: str = _checks.checked_field(_checks.among(("shifted", "literal")), static=True, default="shifted")
 
-    theory_reads: ClassVar[tuple[str, ...]] = (
-        "grad_bound",
-        "constraint_grad_bound",
-        "diameter",
-        "inner_radius",
-        "strong_convexity",
-    )
     needs: ClassVar[Needs] = Needs(
         constants=("grad_bound", "diameter", "strong_convexity", "inner_radius"),
         constrained_constants=("constraint_grad_bound",),

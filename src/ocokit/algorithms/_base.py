@@ -33,7 +33,8 @@ class Needs:
     ``vector`` (1-D decisions only). What its ``from_theory`` needs at its default arguments (read by the benchmark,
     [`theory_mismatch`][ocokit.algorithms.Needs.theory_mismatch]): ``constants`` the problem must declare (finite and
     ``> 0``; ``diameter`` and ``inner_radius`` are the domain's), ``constrained_constants`` needed as well when the
-    problem has constraints, ``hinge_prox`` (it solves a hinge-proximal step with the solver of the declared
+    problem has constraints, ``optional`` (constants it reads when the problem declares them, and does without),
+    ``hinge_prox`` (it solves a hinge-proximal step with the solver of the declared
     constraint structure: affine constraints over any set, else a box domain), ``constraints`` (``False``: its
     ``from_theory`` builds it for unconstrained problems only), ``nonnegative`` (constants that may be 0) and
     ``memoryless`` (``False``: it is compared on losses with memory only, as a learner that reads predictions of the
@@ -44,6 +45,7 @@ class Needs:
 
     constants: tuple[str, ...] = ()
     constrained_constants: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
     memory: bool = False
     sets: tuple[type[AbstractSet], ...] = ()
     vector: bool = False
@@ -53,9 +55,14 @@ class Needs:
     memoryless: bool = True
 
     def __post_init__(self):
-        unknown = sorted(set(self.constants + self.constrained_constants) - set(CONSTANT_NAMES))
+        unknown = sorted(set(self.reads) - set(CONSTANT_NAMES))
         if unknown:
             raise ValueError(f"unknown constants {unknown} in Needs; expected names among {list(CONSTANT_NAMES)}")
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Every constant the ``from_theory`` reads (needed or optional): each may be given to it by name."""
+        return tuple(dict.fromkeys(self.constants + self.constrained_constants + self.optional))
 
     def mismatch(self, problem: AbstractProblem) -> str | None:
         """Why no instance of the learner can play ``problem`` (memory, set, decision shape), or ``None``."""
@@ -224,8 +231,6 @@ class AbstractLearner(_checks.Checked):
     """
 
     feedback: ClassVar[FeedbackKind]
-    theory_reads: ClassVar[tuple[str, ...]] = ()
-    """The constants (of `CONSTANT_NAMES`) its ``from_theory`` reads; each may be given there by name."""
     needs: ClassVar[Needs] = Needs()
     """What it needs of a problem ([`Needs`][ocokit.algorithms.Needs]; by default nothing: any memoryless problem)."""
 
@@ -238,12 +243,12 @@ class AbstractLearner(_checks.Checked):
         returns them), computes
         the theorem's constructor ``arguments`` and returns ``cls.build(arguments, overrides)``; every other
         override replaces a constructor argument. A constant the class's ``from_theory`` does not read
-        (`theory_reads`) or an unknown argument raises ``ValueError``.
+        ([`Needs.reads`][ocokit.algorithms.Needs.reads] of its `needs`) or an unknown argument raises ``ValueError``.
         """
         constants = {name for name in overrides if name in CONSTANT_NAMES}
-        unread = sorted(constants - set(cls.theory_reads))
+        unread = sorted(constants - set(cls.needs.reads))
         if unread:
-            raise ValueError(f"{cls.__name__}.from_theory reads the constants {list(cls.theory_reads)}, not {unread}")
+            raise ValueError(f"{cls.__name__}.from_theory reads the constants {list(cls.needs.reads)}, not {unread}")
         rest = {name: value for name, value in overrides.items() if name not in constants}
         parameters = inspect.signature(cls).parameters.values()
         if all(p.kind != inspect.Parameter.VAR_KEYWORD for p in parameters):  # else the parts check their own

@@ -7,6 +7,7 @@ COLDQ that each of its experts runs (its part ``expert``: the parameters, the qu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any, ClassVar
@@ -17,7 +18,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int
 
 from ocokit import _checks
-from ocokit.algorithms._base import ProblemInfo, hyperparameter
+from ocokit.algorithms._base import Needs, ProblemInfo, hyperparameter
 from ocokit.algorithms._queue_common import AbstractQueueLearner, HingeProx, QueueState, paper_table
 from ocokit.algorithms._queues import doubly_bounded
 
@@ -115,7 +116,9 @@ class COLDQ(AbstractQueueLearner):
     alpha0: Float[Array, ""] = hyperparameter()
     alpha_power: Float[Array, ""] = hyperparameter()
     prox: HingeProx
-    theory_reads: ClassVar[tuple[str, ...]] = ("constraint_bound", "strong_convexity")
+    needs: ClassVar[Needs] = dataclasses.replace(
+        AbstractQueueLearner.needs, optional=("constraint_bound", "strong_convexity")
+    )
 
     def __init__(
         self,
@@ -268,7 +271,7 @@ class COLDQExpert(AbstractQueueLearner):
     kappa: Float[Array, ""] = hyperparameter()
     ratio: Float[Array, ""] = hyperparameter()
     expert: COLDQ
-    theory_reads: ClassVar[tuple[str, ...]] = ("constraint_bound",)
+    needs: ClassVar[Needs] = dataclasses.replace(AbstractQueueLearner.needs, optional=("constraint_bound",))
 
     def __init__(
         self,

@@ -92,7 +92,6 @@ class LOOBOGD(AbstractGradientLearner, AbstractLOOChainLearner):
         """``chain``: the other arguments of the chain (``radius``, ``pipelined``, the caps), by name."""
         self.chain, self.eps = LOOChain(eta, block_size, **chain), eps
 
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     @classmethod
@@ -205,7 +204,6 @@ class LOOBBGD(AbstractLOOBandit):
         """[`LOOBOGD`][ocokit.algorithms.LOOBOGD]'s: the chain's, and ``eps`` (``delta^2 / 3`` unless given)."""
         return {**self.chain.options(), "eps": self.inner_eps()}
 
-    theory_reads: ClassVar[tuple[str, ...]] = ("loss_bound", "inner_radius", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("loss_bound", "inner_radius", "diameter"))
 
     @classmethod

@@ -186,7 +186,6 @@ class LPM(AbstractGradientLearner, AbstractLOOChainLearner):
         self.chain = LOOChain(eta, block_size, radius, pipelined, max_outer_iter, max_fw_iter)
         self.eps, self.dual = eps, BlockDual(**dual)
 
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("grad_bound", "constraint_grad_bound", "diameter"))
 
     @classmethod
@@ -328,14 +327,6 @@ class LBPM(AbstractLOOBandit):
         """[`LPM`][ocokit.algorithms.LPM]'s: the chain's, the dual's, and ``eps`` (``delta^2 / 3`` unless given)."""
         return {**self.chain.options(), **self.dual.options(), "eps": self.inner_eps()}
 
-    theory_reads: ClassVar[tuple[str, ...]] = (
-        "loss_bound",
-        "constraint_bound",
-        "grad_bound",
-        "constraint_grad_bound",
-        "inner_radius",
-        "diameter",
-    )
     needs: ClassVar[Needs] = Needs(
         constants=("loss_bound", "constraint_bound", "grad_bound", "constraint_grad_bound", "inner_radius", "diameter")
     )

@@ -128,7 +128,6 @@ class BanditOCOMemory(AbstractMemoryLearner):
 
     smoothing: SmoothingStep
     feedback: ClassVar[FeedbackKind] = ZEROTH_ORDER
-    theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity",)
     needs: ClassVar[Needs] = Needs(constants=("strong_convexity",), memory=True)
 
     def __init__(self, eta: Any, delta: Any, **smoothing: Any):
@@ -315,7 +314,6 @@ class OCOMemoryLimitedPredictions(AbstractMemoryLearner):
     smoothing: SmoothingStep
     strict_window: bool = eqx.field(static=True, default=False)
     feedback: ClassVar[FeedbackKind] = PREDICTIONS
-    theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity", "smoothness")
     needs: ClassVar[Needs] = Needs(constants=("strong_convexity", "smoothness"), memory=True, memoryless=False)
 
     def __init__(

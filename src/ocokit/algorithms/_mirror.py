@@ -256,7 +256,6 @@ class Hedge(AbstractLearner):
             raise ValueError(f"nu must be in [0, 1), got {arr if arr.ndim else arr.item()}")
         _checks.one_of("decay", self.decay, _DECAYS)
 
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound",)
     needs: ClassVar[Needs] = Needs(constants=("grad_bound",), sets=(Simplex,))
 
     @classmethod

@@ -152,16 +152,13 @@ class AbstractMirrorProx(AbstractLearner):
         if self.known_constraints is not None and not callable(self.known_constraints):
             raise ValueError("known_constraints must be a function x -> g(x) of shape (K,), or None")
 
-    theory_reads: ClassVar[tuple[str, ...]] = (
-        "grad_bound", "smoothness", "constraint_smoothness", "constraint_bound", "constraint_grad_bound",
-        "constraint_sum_bound", "constraint_grad_sum_bound",
-    )  # fmt: skip
     dual_norm: ClassVar[str] = "l2"
     """The dual norm of the geometry, in which ``from_theory`` reads the problem's gradient bounds."""
     needs: ClassVar[Needs] = Needs(
         constants=("grad_bound", "smoothness"),
         constrained_constants=("constraint_smoothness",),
         nonnegative=("smoothness", "constraint_smoothness"),
+        optional=("constraint_bound", "constraint_grad_bound", "constraint_sum_bound", "constraint_grad_sum_bound"),
     )
 
     @classmethod
@@ -486,6 +483,7 @@ class SimplexMirrorProx(AbstractMirrorProx):
         constants=("grad_bound", "smoothness"),
         constrained_constants=("constraint_smoothness",),
         nonnegative=("smoothness", "constraint_smoothness"),
+        optional=("constraint_bound", "constraint_grad_bound", "constraint_sum_bound", "constraint_grad_sum_bound"),
         sets=(Simplex,),
     )
 

@@ -107,7 +107,6 @@ class OFW(AbstractOFW):
     eta: Array = hyperparameter()
     sigma0: Array = hyperparameter(default=2.0)
     surrogate: str = eqx.field(static=True, default="current")
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     def __check_init__(self):
@@ -181,7 +180,6 @@ class OFWLineSearch(AbstractOFW):
     """
 
     eta: Array = hyperparameter()
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     def __check_init__(self):
@@ -258,7 +256,6 @@ class SCOFW(AbstractOFW):
     """
 
     lam: Array = hyperparameter()
-    theory_reads: ClassVar[tuple[str, ...]] = ("strong_convexity",)
     needs: ClassVar[Needs] = Needs(constants=("strong_convexity",))
 
     def __check_init__(self):

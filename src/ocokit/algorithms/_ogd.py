@@ -46,7 +46,6 @@ class OGD(AbstractLearner):
     eta: Float[Array, ""] = hyperparameter()
     decay: str = eqx.field(static=True, default="constant")
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("grad_bound", "diameter"))
 
     def __check_init__(self):

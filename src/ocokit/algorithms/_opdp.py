@@ -103,7 +103,6 @@ class OPDP(AbstractLearner):
         _checks.nonnegative("dual_reg", self.dual_reg)
         _checks.one_of("dual_rule", self.dual_rule, _DUAL_RULES)
 
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "constraint_bound", "diameter")
     needs: ClassVar[Needs] = Needs(constants=("diameter", "grad_bound", "constraint_grad_bound", "constraint_bound"))
 
     @classmethod

@@ -111,9 +111,10 @@ class SinhaVaze(AbstractLearner):
     multi: str = eqx.field(static=True, default="per_constraint")
     start: str = eqx.field(static=True, default="origin")
     feedback: ClassVar[FeedbackKind] = FULL_INFORMATION
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "strong_convexity")
     needs: ClassVar[Needs] = Needs(
-        constants=("grad_bound", "diameter"), constrained_constants=("constraint_grad_bound",)
+        constants=("grad_bound", "diameter"),
+        constrained_constants=("constraint_grad_bound",),
+        optional=("strong_convexity",),
     )
 
     def __check_init__(self):

@@ -131,7 +131,6 @@ class OFWTVC(AbstractOFWTVC):
     phi: str = eqx.field(static=True, default="exp")
     sum_index: str = eqx.field(static=True, default="current")
     doubling: str = eqx.field(static=True, default="analytic")
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter")
     needs: ClassVar[Needs] = Needs(
         constants=("grad_bound", "diameter"), constrained_constants=("constraint_grad_bound",)
     )
@@ -233,7 +232,6 @@ class SCOFWTVC(AbstractOFWTVC):
     alpha_f: Float[Array, ""] = hyperparameter()
     lam: Float[Array, ""] = hyperparameter(default=math.nan)
     phi: str = eqx.field(static=True, default="square_plus_linear")
-    theory_reads: ClassVar[tuple[str, ...]] = ("grad_bound", "constraint_grad_bound", "diameter", "strong_convexity")
     needs: ClassVar[Needs] = Needs(
         constants=("grad_bound", "diameter", "strong_convexity"), constrained_constants=("constraint_grad_bound",)
     )

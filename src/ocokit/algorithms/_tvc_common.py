@@ -135,7 +135,7 @@ class AbstractLyapunovLearner(AbstractLearner):
     ``lyapunov`` (`LyapunovSurrogate`, eq. 6) is built from them here, once (which checks them).
 
     ``from_theory`` reads ``G`` (`lipschitz_bound`) and ``D = diameter(K)``, and each constant of a
-    subclass's ``theory_reads`` may be given to it by name ([`build`][ocokit.algorithms.AbstractLearner.build]).
+    subclass's ``needs.reads`` may be given to it by name ([`build`][ocokit.algorithms.AbstractLearner.build]).
     """
 
     beta: eqx.AbstractVar[Float[Array, ""]]
