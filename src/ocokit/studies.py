@@ -226,6 +226,29 @@ def regret_and_violation(runs: Runs) -> dict[str, np.ndarray]:
     return {"regret": runs.regret()} | ({"violation": runs.violation()} if runs.constraints.shape[-1] else {})
 
 
+def exponent_at_most(label: str, bound: float, *fits: str, tolerance: float = 0.0) -> Callable[[Summary], Any]:
+    """Claim check: each fit ``fits`` (summary keys, e.g. ``"regret_exponent_T"``) of ``label`` is at most ``bound``
+    (plus ``tolerance``: a theorem's exponent is an upper bound, the fit a rough slope). A fit left out of the
+    summary (too few cells) raises ``KeyError``: the claim is "not measured"."""
+
+    def check(summary: Summary) -> tuple[str, bool]:
+        values = [summary[label][fit] for fit in fits]
+        text = "; ".join(f"fitted exponent {v['mean']:.3f} (se {v['se']:.3f}) vs {bound:.3f}" for v in values)
+        return text, all(v["mean"] <= bound + tolerance for v in values)
+
+    return check
+
+
+def exponent_below(smaller: str, larger: str, *fits: str) -> Callable[[Summary], Any]:
+    """Claim check: on each fit ``fits``, ``smaller``'s fitted exponent is below ``larger``'s."""
+
+    def check(summary: Summary) -> tuple[str, bool]:
+        pairs = [(summary[smaller][fit]["mean"], summary[larger][fit]["mean"]) for fit in fits]
+        return "; ".join(f"{a:.3f} vs {b:.3f}" for a, b in pairs), all(a < b for a, b in pairs)
+
+    return check
+
+
 @dataclasses.dataclass(frozen=True)
 class Fit:
     """The growth exponent of a measure's ``stat`` (over seeds) against the cells' ``x`` on ``axis``.

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ocokit
-from ocokit.algorithms import OFW, SCOFW, OFWLineSearch, ProblemInfo
+from ocokit.algorithms import OFW, OGD, SCOFW, OFWLineSearch, ProblemInfo
 from ocokit.feedback import FullInformation
 from ocokit.problems import CustomProblem, OnlineLinear, OnlineQuadratic, ProblemConstants
 from ocokit.sets import Box, L1Ball, L2Ball
@@ -397,3 +397,18 @@ def test_from_theory_needs_the_constants_it_uses():
     )
     with pytest.raises(ValueError, match="strong_convexity"):
         SCOFW.from_theory(ProblemInfo.of(merely_convex, 10))
+
+
+def test_regret_bounds_match_the_spec_arithmetic():
+    # Spec strongly_convex_sets.md §4.3: Euclidean ball, r = G = 1, T = 1000 -> Theorem 1 gives about 10,175.
+    unit = ProblemInfo.of(OnlineLinear(L2Ball(5, radius=1.0), drift=0.5, noise=0.5), 1000)
+    assert OFWLineSearch.regret_bound(unit) == pytest.approx(10175, rel=1e-3)
+    assert OFW.regret_bound(unit) == pytest.approx(8 * 2 * 1 * 1000**0.75)
+    assert OFWLineSearch.regret_bound(ProblemInfo.of(OnlineLinear(L1Ball(5)), 1000)) is None  # not strongly convex
+    assert SCOFW.regret_bound(unit) is None  # linear losses: lam = 0
+    quad = OnlineQuadratic(L1Ball(5, radius=1.0), lam=1.0, offset=2.0, noise=1.0)
+    G, D = quad.constants().grad_bound, 2.0
+    C = 16 * (G + D) ** 2
+    expected = 3 * math.sqrt(2) * C * 1000 ** (2 / 3) / 8 + C * math.log(1000) / 8 + G * D
+    assert SCOFW.regret_bound(ProblemInfo.of(quad, 1000)) == pytest.approx(expected)
+    assert OGD.regret_bound(unit) is None  # no theorem declared

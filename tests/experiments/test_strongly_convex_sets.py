@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
@@ -12,9 +11,7 @@ import ocokit
 from ocokit import experiments as E
 from ocokit.algorithms import OFWLineSearch, ProblemInfo
 from ocokit.experiments import strongly_convex_sets
-from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.results import load_runs
-from ocokit.sets import L1Ball, L2Ball
 
 pytestmark = pytest.mark.integration
 
@@ -47,20 +44,6 @@ def test_bad_options_raise_value_error(options, match, tmp_path):
         E.get("strongly-convex-sets").run(T=64, seeds=1, out=tmp_path, options=options)
 
 
-def test_theorem_bounds_match_the_spec_arithmetic():
-    # Spec strongly_convex_sets.md §4.3: Euclidean ball, r = G = 1, T = 1000 -> Theorem 1 gives about 10,175.
-    unit = OnlineLinear(L2Ball(5, radius=1.0), drift=0.5, noise=0.5)
-    assert strongly_convex_sets.theorem_bound("OFW-LS", unit, 1000) == pytest.approx(10175, rel=1e-3)
-    assert strongly_convex_sets.theorem_bound("OFW", unit, 1000) == pytest.approx(8 * 2 * 1 * 1000**0.75)
-    # not a strongly convex set:
-    assert strongly_convex_sets.theorem_bound("OFW-LS", OnlineLinear(L1Ball(5)), 1000) is None
-    quad = OnlineQuadratic(L1Ball(5, radius=1.0), lam=1.0, offset=2.0, noise=1.0)
-    G, D = quad.constants().grad_bound, 2.0
-    C = 16 * (G + D) ** 2
-    expected = 3 * math.sqrt(2) * C * 1000 ** (2 / 3) / 8 + C * math.log(1000) / 8 + G * D
-    assert strongly_convex_sets.theorem_bound("SC-OFW", quad, 1000) == pytest.approx(expected)
-
-
 def test_small_run_end_to_end_and_equal_to_separate_runs(tmp_path):
     experiment = E.get("strongly-convex-sets")
     options = {"dim": "3", "points": "3", "settings": "l2-quadratic"}
@@ -74,7 +57,9 @@ def test_small_run_end_to_end_and_equal_to_separate_runs(tmp_path):
     assert not (tmp_path / "strongly-convex-sets-linear.png").exists()
     measured = {c.statement: c for c in report.claims}
     assert sum("not measured" in c.measured for c in report.claims) == 5  # they need settings not run
-    thm2 = measured["SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (Wan and Zhang, AAAI 2021, Thm 2)"]
+    thm2 = measured[
+        "SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses (Wan and Zhang, AAAI 2021, Thm 2)"
+    ]
     assert "fitted exponent" in thm2.measured
     entry = report.summary["SC-OFW"]
     assert entry["regret"]["l2-quadratic"]["x"] == grid and set(entry["regret"]) == {"l2-quadratic"}

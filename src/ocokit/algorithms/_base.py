@@ -270,6 +270,12 @@ class AbstractLearner(_checks.Checked):
     def update(self, state: Any, x: Float[Array, "..."], feedback: Any) -> Any:
         """The state after observing round t's feedback."""
 
+    @classmethod
+    def regret_bound(cls, info: ProblemInfo) -> float | None:
+        """The explicit static-regret bound its theorem gives, at its ``from_theory`` parameters, on the problem of
+        ``info`` over ``info.horizon`` rounds; ``None`` (the default) when no theorem gives one there."""
+        return None
+
     def prepare(self, state: Any, feedback: Any) -> Any:
         """Absorb feedback available before round 1; the identity by default.
 

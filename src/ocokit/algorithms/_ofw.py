@@ -16,6 +16,7 @@ parameters). They differ only in that rule:
   search (paper 001, Algorithm 2; `StronglyConvexStep`).
 """
 
+import math
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -132,6 +133,11 @@ class OFW(AbstractOFW):
             eta = info.require("diameter", who) / (2.0 * info.require("grad_bound", who) * info.horizon**0.75)
         return cls.build({"eta": eta}, overrides)
 
+    @classmethod
+    def regret_bound(cls, info: ProblemInfo) -> float:
+        """Hazan (2016), Thm 7.3 (as recalled by Wan and Zhang): ``8 D G T^{3/4}`` on any convex set."""
+        return 8 * float(info.domain.diameter) * info.constants.grad_bound * info.horizon**0.75
+
 
 class OFWLineSearch(AbstractOFW):
     r"""OFW with line search: Algorithm 1 of Wan and Zhang (AAAI 2021), O(T^{2/3}) regret over strongly convex sets.
@@ -201,6 +207,21 @@ class OFWLineSearch(AbstractOFW):
                 2.0 * info.require("grad_bound", who) * (info.horizon + 2) ** (2 / 3)
             )
         return cls.build({"eta": eta}, overrides)
+
+    @classmethod
+    def regret_bound(cls, info: ProblemInfo) -> float | None:
+        """Wan and Zhang (AAAI 2021), Thm 1, on an alpha_K-strongly convex set: ``11/4 G sqrt(C) (T + 2)^{2/3}``,
+        ``C = max(4 D^2, 4096 / (3 alpha_K^2))``; ``None`` on other sets."""
+        alpha, D = float(info.domain.strong_convexity), float(info.domain.diameter)
+        if not alpha:
+            return None
+        return (
+            11
+            / 4
+            * info.constants.grad_bound
+            * math.sqrt(max(4 * D**2, 4096 / (3 * alpha**2)))
+            * (info.horizon + 2) ** (2 / 3)
+        )
 
 
 class SCOFW(AbstractOFW):
@@ -272,3 +293,19 @@ class SCOFW(AbstractOFW):
         ``strong_convexity``)."""
         info = info.giving(overrides)
         return cls.build({"lam": info.require("strong_convexity", f"{cls.__name__}.from_theory", lam)}, overrides)
+
+    @classmethod
+    def regret_bound(cls, info: ProblemInfo) -> float | None:
+        """Wan and Zhang (AAAI 2021) for lam-strongly convex losses (lam > 0; else ``None``): Thm 2 on an
+        alpha_K-strongly convex set, ``C sqrt(2T) + C log(T) / 2 + G D`` with ``C = max(4 (G + lam D)^2 / lam,
+        288 lam / alpha_K^2)``; Thm 3 on any set, ``3 sqrt(2) C T^{2/3} / 8 + C log(T) / 8 + G D`` with
+        ``C = 16 (G + lam D)^2 / lam``."""
+        G, lam, T = info.constants.grad_bound, info.constants.strong_convexity, info.horizon
+        alpha, D = float(info.domain.strong_convexity), float(info.domain.diameter)
+        if not lam > 0:
+            return None
+        if alpha:
+            C = max(4 * (G + lam * D) ** 2 / lam, 288 * lam / alpha**2)
+            return C * math.sqrt(2 * T) + C * math.log(T) / 2 + G * D
+        C = 16 * (G + lam * D) ** 2 / lam
+        return 3 * math.sqrt(2) * C * T ** (2 / 3) / 8 + C * math.log(T) / 8 + G * D

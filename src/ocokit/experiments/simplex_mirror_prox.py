@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from ocokit.algorithms import COLDQ, OGD, Hedge, MirrorProx, SimplexMirrorProx, YuNeelyWei
-from ocokit.experiments.mirror_prox import GRID, exponent_at_most, horizons, learner, lemma55, measure, theory
+from ocokit.experiments.mirror_prox import GRID, horizons, learner, lemma55, measure, theory
 from ocokit.harness import ALGORITHMS, Algorithm, Claim, Experiment, Option, register
 from ocokit.papers import cite
 from ocokit.problems import DriftingAllocation
-from ocokit.studies import Cell, Fit, Plot, Runs, Sweep
+from ocokit.studies import Cell, Fit, Plot, Runs, Sweep, exponent_at_most
 
 # label -> (make(problem, info, V), the norm of V it needs in advance (None: V is None), note)
 METHODS = {
@@ -73,7 +73,7 @@ SIMPLEX_MIRROR_PROX = register(Experiment(
                             hide=("Hedge", "OGD")))),
     claims=(
         Claim("Thm 6.1: with V_inf = O(1), Alg. 2's regret grows only polylogarithmically in T",
-              exponent_at_most("SimplexMirrorProx", "regret_exponent_T", 0.25, "T (static costs, V_inf = O(1))")),
+              exponent_at_most("SimplexMirrorProx", 0.25, "regret_exponent_T")),
         Claim("Thm 6.2: Alg. 2's violation is O(log(T d)): violation / log(T d) does not grow", _violation_log),
         Claim("Thm 6.1: d enters Alg. 2 through log d, the Euclidean mirror prox polynomially", _dimension),
         Claim("Lemma 5.5 holds exactly on every mirror-prox run", lemma55(("SimplexMirrorProx", "MirrorProx"))),

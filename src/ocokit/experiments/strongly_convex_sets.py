@@ -27,7 +27,7 @@ from ocokit.papers import cite
 from ocokit.problems import OnlineLinear, OnlineQuadratic
 from ocokit.problems._base import AbstractProblem
 from ocokit.sets import L1Ball, L2Ball, LpBall
-from ocokit.studies import Cell, Fit, Plot, Runs, Sweep
+from ocokit.studies import Cell, Fit, Plot, Runs, Sweep, exponent_at_most, exponent_below
 
 NAME = "strongly-convex-sets"
 WAN_ZHANG = cite("001")
@@ -46,6 +46,9 @@ ALGORITHMS = (
               "ablation: Hazan-Kale's decaying step with OFW-LS's eta (no theorem)"),
     Algorithm("SC-OFW", SCOFW.from_theory, f"{WAN_ZHANG}, Algorithm 2, lam = the losses' strong convexity"),
 )  # fmt: skip
+THEOREMS = {"OFW-LS": OFWLineSearch, "OFW": OFW, "SC-OFW": SCOFW}
+"""Label -> the class whose theorem bounds its regret ([`regret_bound`][ocokit.algorithms.AbstractLearner.regret_bound];
+the ablation has none)."""
 LEARNERS = {a.label: a for a in ALGORITHMS}
 """Legend label -> the algorithm, its factory giving the theorems' parameters for the horizon in ``info``."""
 
@@ -92,63 +95,7 @@ def horizons(T: int, points: int) -> list[int]:
     return grid
 
 
-def _set_constant(domain) -> float | None:
-    """alpha_K of a strongly convex set w.r.t. l2 (the paper's definition of an alpha-strongly convex set).
-
-    ``None`` for sets that are not (polytopes).
-    """
-    alpha = 1.0 / float(domain.radius) if isinstance(domain, L2Ball) else None
-    alpha = float(domain.strong_convexity) if isinstance(domain, LpBall) else alpha
-    return alpha if alpha else None
-
-
-def theorem_bound(algorithm: str, problem: AbstractProblem, T: int) -> float | None:
-    """The explicit regret bound a theorem gives ``algorithm`` on ``problem`` at horizon T (None: no theorem).
-
-    OFW-LS: 001 Thm 1 (strongly convex K). OFW: Hazan (2016) Thm 7.3 as recalled in paper 001,
-    ``8 D G T^{3/4}`` (external). SC-OFW: 001 Thm 2 on a strongly convex K, Thm 3 otherwise.
-    """
-    D = float(problem.domain.diameter)
-    constants = problem.constants()
-    G, lam = constants.grad_bound, constants.strong_convexity
-    alpha = _set_constant(problem.domain)
-    if algorithm == "OFW-LS" and alpha:
-        C = max(4 * D**2, 4096 / (3 * alpha**2))
-        return 11 / 4 * G * math.sqrt(C) * (T + 2) ** (2 / 3)
-    if algorithm == "OFW":
-        return 8 * D * G * T**0.75
-    if algorithm == "SC-OFW" and lam > 0:
-        if alpha:
-            C = max(4 * (G + lam * D) ** 2 / lam, 288 * lam / alpha**2)
-            return C * math.sqrt(2 * T) + C * math.log(T) / 2 + G * D
-        C = 16 * (G + lam * D) ** 2 / lam
-        return 3 * math.sqrt(2) * C * T ** (2 / 3) / 8 + C * math.log(T) / 8 + G * D
-    return None
-
-
 _S = {s.key: s for s in SETTINGS}
-
-
-def _exponent(summary: Summary, algorithm: str, setting: str) -> tuple[float, float]:
-    fit = summary[algorithm][f"regret_exponent_{setting}"]  # KeyError: not run, or regret not positive (no fit)
-    return fit["mean"], fit["se"]
-
-
-def _at_most(algorithm: str, bound: float, *settings: str) -> Callable[[Summary], tuple[str, bool]]:
-    def check(summary: Summary) -> tuple[str, bool]:
-        fits = [_exponent(summary, algorithm, k) for k in settings]
-        text = "; ".join(f"fitted exponent {e:.3f} (se {se:.3f}) vs {bound:.3f}" for e, se in fits)
-        return text, all(e <= bound + TOLERANCE for e, _ in fits)
-
-    return check
-
-
-def _below(smaller: str, larger: str, *settings: str) -> Callable[[Summary], tuple[str, bool]]:
-    def check(summary: Summary) -> tuple[str, bool]:
-        pairs = [(_exponent(summary, smaller, k)[0], _exponent(summary, larger, k)[0]) for k in settings]
-        return "; ".join(f"{a:.3f} vs {b:.3f}" for a, b in pairs), all(a < b for a, b in pairs)
-
-    return check
 
 
 def _bounds_hold(summary: Summary) -> tuple[str, bool]:
@@ -160,20 +107,24 @@ def _bounds_hold(summary: Summary) -> tuple[str, bool]:
     return f"largest regret / bound {ratios[worst]:.4f} ({worst}), {len(ratios)} runs", ratios[worst] < 1.0
 
 
+def _fits(*settings: str) -> tuple[str, ...]:
+    return tuple(f"regret_exponent_{k}" for k in settings)
+
+
 CLAIMS = (
     *(Claim(f"OFW with line search: regret O(T^{{2/3}}) over the {b} ball ({WAN_ZHANG}, Thm 1)",
-            _at_most("OFW-LS", 2 / 3, k))
+            exponent_at_most("OFW-LS", 2 / 3, f"regret_exponent_{k}", tolerance=TOLERANCE))
       for k, b in (("l2-linear", "l2"), ("lp-linear", "l_1.5"))),
     Claim(f"classic OFW: regret O(T^{{3/4}}) on every set (Hazan 2016, as recalled in {WAN_ZHANG})",
-          _at_most("OFW", 3 / 4, "l2-linear", "lp-linear", "l1-linear")),
+          exponent_at_most("OFW", 3 / 4, *_fits("l2-linear", "lp-linear", "l1-linear"), tolerance=TOLERANCE)),
     Claim("with the theorems' parameters, over strongly convex sets exponent(OFW-LS) < exponent(OFW)",
-          _below("OFW-LS", "OFW", "l2-linear", "lp-linear")),
+          exponent_below("OFW-LS", "OFW", *_fits("l2-linear", "lp-linear"))),
     Claim(f"every regret stays below its theorem's explicit bound ({WAN_ZHANG}, Thms 1-3; Hazan 2016 Thm 7.3)",
           _bounds_hold),
     Claim(f"SC-OFW: regret O(sqrt T) over the l2 ball for strongly convex losses ({WAN_ZHANG}, Thm 2)",
-          _at_most("SC-OFW", 1 / 2, "l2-quadratic")),
+          exponent_at_most("SC-OFW", 1 / 2, "regret_exponent_l2-quadratic", tolerance=TOLERANCE)),
     Claim(f"SC-OFW: regret O(T^{{2/3}}) over any convex set, here the l1 ball ({WAN_ZHANG}, Thm 3)",
-          _at_most("SC-OFW", 2 / 3, "l1-quadratic")),
+          exponent_at_most("SC-OFW", 2 / 3, "regret_exponent_l1-quadratic", tolerance=TOLERANCE)),
 )  # fmt: skip
 
 
@@ -184,7 +135,9 @@ def _learner(algo: Algorithm, cell: Cell, ctx) -> object:
 
 def _measure(runs: Runs) -> dict[str, np.ndarray]:
     """Static regret at the cell's horizon, and over its theorem's explicit bound (nan: no theorem)."""
-    regret, bound = runs.regret(), theorem_bound(runs.label, runs.cell.problem, runs.cell.T)
+    theorem = THEOREMS.get(runs.label)
+    bound = None if theorem is None else theorem.regret_bound(ProblemInfo.of(runs.cell.problem, runs.cell.T))
+    regret = runs.regret()
     return {"regret": regret, "regret_over_bound": regret / (math.nan if bound is None else bound)}
 
 

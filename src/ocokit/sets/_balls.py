@@ -95,6 +95,11 @@ class L2Ball(_AbstractNormBall):
         Array([-1.2, -1.6], dtype=float32)
     """
 
+    @property
+    def strong_convexity(self) -> Float[Array, ""]:
+        """``alpha_K = 1 / radius`` (w.r.t. l2)."""
+        return 1.0 / self.radius
+
     def lmo(self, direction: Float[Array, " d"]) -> Float[Array, " d"]:
         direction = _arg(self, "lmo", "direction", direction)
         dtype = _dtype_of(direction)

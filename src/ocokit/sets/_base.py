@@ -77,6 +77,13 @@ class AbstractSet(eqx.Module):
     def scaled(self, s: Any) -> AbstractSet:
         """The set ``center + s (K - center)`` for ``0 < s <= 1``."""
 
+    @property
+    def strong_convexity(self) -> Any:
+        """``alpha_K`` of K as a strongly convex set w.r.t. l2 (Wan and Zhang, AAAI 2021, Def. 3): every
+        ``(x + y) / 2 + (alpha_K / 8) ||x - y||^2 u`` with ``||u|| <= 1`` lies in K. 0 (the default): K is not
+        strongly convex, or its constant is not known."""
+        return 0.0
+
     def box_bounds(self) -> tuple[Float[Array, " d"], Float[Array, " d"]] | None:
         """``(lower, upper)`` when K is the box ``{x : lower <= x <= upper}``; ``None`` (the default) otherwise."""
         return None
