@@ -1,19 +1,11 @@
 """Wang, Yan and Liu (AAAI 2025; COLDQ), section 6 and Appendix L: doubly-bounded virtual queues.
 
-Four experiments, one per figure, every algorithm with the parameters of the paper's Tables 3-6, 20 seeds by
-default (the paper states none), common random numbers:
-``time-varying-regression`` (Fig. 1, Table 3, T = 1000; COLDQ, RECOO, Yi et al. 2023), ``online-qp`` and
-``online-lp`` (Figs. 2-3, Tables 4-5, T = 5000; COLDQ, RECOO, Yi et al. 2021) and ``job-scheduling`` (Fig. 4,
-Table 6, T = 2880; time-averaged energy cost and delayed jobs). Job-scheduling prices: real hourly prices of
-10 regions from ``data_dir`` / ``$OCOKIT_DATA`` (``electricity-prices-2023``, the stand-in for the paper's NYISO
-data) when found, else the labelled synthetic diurnal fallback; ``summary.json`` records which.
-
-Extra references, not in the paper's figures (``extras=false`` leaves them out): COLDQ-Expert (Algorithm 2,
-Corollary 3), Yu-Neely-Wei drift-plus-penalty (``V = sqrt T``, ``alpha = T``), Sinha-Vaze (NeurIPS 2024; the
-convex theory parameters, one queue per constraint) and Yuan-Lamperski (NeurIPS 2018; the parameters of the
-COLDQ authors' code). Figs. 2-3 draw the hard
-violation on a log scale, Fig. 4 the time-averaged delayed jobs. The paper tuned the baselines to "nearly the
-same accumulated loss"; we run the printed parameters unchanged and report what they give.
+One experiment per figure, every algorithm with the parameters of the paper's Tables 3-6, 20 seeds by default
+(the paper states none), common random numbers: ``time-varying-regression`` (Fig. 1, T = 1000), ``online-qp``
+and ``online-lp`` (Figs. 2-3, T = 5000) and ``job-scheduling`` (Fig. 4, T = 2880; real hourly prices of 10
+regions from the data folder when found, else a labelled synthetic fallback). Extra references, not in the
+paper's figures (``extras=false`` leaves them out): COLDQ-Expert, Yu-Neely-Wei, Sinha-Vaze and Yuan-Lamperski.
+The paper tuned the baselines to "nearly the same accumulated loss"; we run the printed parameters unchanged.
 """
 
 from __future__ import annotations
@@ -23,7 +15,7 @@ from collections.abc import Callable
 from ocokit.algorithms import COLDQ, RECOO, COLDQExpert, SinhaVaze, Yi2021, Yi2023, YuanLamperski, YuNeelyWei
 from ocokit.harness import ALGORITHMS, Algorithm, Claim, Experiment, Option, Summary, final, register
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
-from ocokit.problems._job_scheduling import MAY_FIRST_HOUR
+from ocokit.problems._job_scheduling import MAY_FIRST_HOUR, PRICE_SOURCES
 from ocokit.studies import Comparison
 
 COMPARABLE = 0.10
@@ -63,21 +55,15 @@ def _claim_fig4(summary) -> tuple[str, bool]:
     return text, bool(holds)
 
 
-CLAIM_FIG1 = Claim(
-    "Fig. 1: COLDQ's final hard violation is at least 40% below RECOO's without sacrificing the accumulated "
-    "loss (COLDQ's final accumulated loss at most 10% above RECOO's)",
-    _versus_recoo(0.6, as_reduction=True),
-)
-CLAIM_FIXED = Claim(
-    "Figs. 2-3: COLDQ significantly reduces the hard violation compared to RECOO (COLDQ's final hard "
-    "violation at most half of RECOO's) at comparable accumulated loss (at most 10% above RECOO's)",
-    _versus_recoo(0.5, as_reduction=False),
-)
-CLAIM_FIG4 = Claim(
-    "Fig. 4: COLDQ has a lower time-averaged energy cost than RECOO and Yi et al. 2023 without compromising "
-    "service quality (its time-averaged delayed jobs at most 10% or 1 job per slot above each of theirs)",
-    _claim_fig4,
-)
+CLAIM_FIG1 = Claim("Fig. 1: COLDQ's final hard violation is at least 40% below RECOO's without sacrificing the "
+                   "accumulated loss (COLDQ's final accumulated loss at most 10% above RECOO's)",
+                   _versus_recoo(0.6, as_reduction=True))  # fmt: skip
+CLAIM_FIXED = Claim("Figs. 2-3: COLDQ significantly reduces the hard violation compared to RECOO (COLDQ's final hard "
+                    "violation at most half of RECOO's) at comparable accumulated loss (at most 10% above RECOO's)",
+                    _versus_recoo(0.5, as_reduction=False))  # fmt: skip
+CLAIM_FIG4 = Claim("Fig. 4: COLDQ has a lower time-averaged energy cost than RECOO and Yi et al. 2023 without "
+                   "compromising service quality (its time-averaged delayed jobs at most 10% or 1 job per slot "
+                   "above each of theirs)", _claim_fig4)  # fmt: skip
 
 # The third baseline of each figure: label, class, option (its reading of the code), field, readings, note.
 _CODE = "the COLDQ authors' code"
@@ -116,25 +102,15 @@ def _algorithms(table: int, third, options) -> list[Algorithm]:
     return [coldq, *(_baseline(s, table, options) for s in (_RECOO, third)), *(_EXTRAS if options["extras"] else ())]
 
 
-def job_problem(T: int, data_dir, options) -> JobScheduling:
+def job_problem(T: int, data_dir, o) -> JobScheduling:
     """Fig. 4's problem with the prices of the options (``auto``: real prices; synthetic without a data location)."""
-    source = options["prices"]
-    if source == "nyiso":
-        if options["nyiso_path"] is None:
-            raise ValueError("option prices=nyiso needs nyiso_path=<NYISO 5-minute LBMP csv>")
-        return JobScheduling.from_nyiso(options["nyiso_path"], num_slots=T)
-    if source == "synthetic":
-        return JobScheduling.synthetic(num_slots=T)
-    try:
-        return JobScheduling.from_electricity_prices(data_dir, start_hour=options["start_hour"], num_slots=T)
-    except FileNotFoundError:
-        if source == "real":
-            raise
-        return JobScheduling.synthetic(num_slots=T)
+    return JobScheduling.from_source(
+        o["prices"], T, path=data_dir, start_hour=o["start_hour"], nyiso_path=o["nyiso_path"]
+    )
 
 
 _JOB_OPTIONS = (
-    Option("prices", str, "auto", "price source", choices=("auto", "real", "synthetic", "nyiso")),
+    Option("prices", str, "auto", "price source", choices=PRICE_SOURCES),
     Option("nyiso_path", str, None, "a NYISO 5-minute LBMP export (prices=nyiso)"),
     Option("start_hour", int, MAY_FIRST_HOUR, "first hour of the price window (May 1)", low=0, high=8759),
 )

@@ -26,6 +26,8 @@ SLOTS_PER_HOUR = 12
 MAY_FIRST_HOUR = 2880
 """Hour index of 2023-05-01 00:00 UTC in the hourly price files (the paper's data start on May 1)."""
 HOURS_PER_YEAR = 8760
+PRICE_SOURCES = ("auto", "real", "synthetic", "nyiso")
+"""The price sources of [`JobScheduling.from_source`][ocokit.problems.JobScheduling.from_source]."""
 """Rows of a full year (2023) of hourly prices."""
 
 _BISECTIONS = 100
@@ -192,6 +194,36 @@ class JobScheduling(AbstractProblem):
             _checks.positive_int("num_slots", num_slots)
             prices = prices[:num_slots]
         return cls(prices, price_source=f"NYISO 5-minute LBMP ({', '.join(names)})", **kwargs)
+
+    @classmethod
+    def from_source(
+        cls,
+        source: str = "auto",
+        num_slots: int = 2880,
+        *,
+        path: str | os.PathLike | None = None,
+        start_hour: int = MAY_FIRST_HOUR,
+        nyiso_path: str | os.PathLike | None = None,
+        **kwargs,
+    ) -> JobScheduling:
+        """The prices of ``source`` (one of `PRICE_SOURCES`): ``"real"``
+        ([`from_electricity_prices`][ocokit.problems.JobScheduling.from_electricity_prices] at ``path`` or
+        ``$OCOKIT_DATA``), ``"synthetic"`` ([`synthetic`][ocokit.problems.JobScheduling.synthetic]), ``"nyiso"``
+        ([`from_nyiso`][ocokit.problems.JobScheduling.from_nyiso] of ``nyiso_path``), or ``"auto"``: the real prices
+        when a data location is given, else the labelled synthetic fallback (``price_source`` says which)."""
+        _checks.one_of("source", source, PRICE_SOURCES)
+        if source == "nyiso":
+            if nyiso_path is None:
+                raise ValueError("prices from 'nyiso' need nyiso_path=<NYISO 5-minute LBMP csv>")
+            return cls.from_nyiso(nyiso_path, num_slots=num_slots, **kwargs)
+        if source == "synthetic":
+            return cls.synthetic(num_slots=num_slots, **kwargs)
+        try:
+            return cls.from_electricity_prices(path, start_hour=start_hour, num_slots=num_slots, **kwargs)
+        except FileNotFoundError:
+            if source == "real":
+                raise
+            return cls.synthetic(num_slots=num_slots, **kwargs)
 
     @classmethod
     def synthetic(cls, num_slots: int = 2880, *, regions: int = 10, seed: int = 0, **kwargs) -> JobScheduling:
