@@ -1,17 +1,11 @@
 """Qiu and Wei (arXiv 2020; online primal-dual mirror prox): its theorems checked numerically, as sweeps.
 
 The paper has no experiments. V is known in advance, as Theorems 4.1 and 6.1 assume (the largest realized
-gradual variation over the seeds, an upper bound for every run):
-
-* ``gradual-variation``: MirrorProx (Algorithm 1, Euclidean ball) against drift-plus-penalty OGD (YuNeelyWei)
-  and OGD on [`DriftingQuadratic`][ocokit.problems.DriftingQuadratic]: regret and signed violation ``max_k sum_t
-  g_k(x_t)``
-  against T for static losses (``V_* = O(1)``) and i.i.d. losses (``V_*`` linear in T), and against ``V_*``
-  at a fixed T, with fitted exponents (Theorems 4.1 and 4.2).
-* ``simplex-mirror-prox`` (`simplex_mirror_prox`): Algorithm 2 on the simplex.
-
-``--T`` is the largest horizon; the T grid is ``T / ratio^k`` for ``k = horizons - 1, ..., 0``; the V- and
-d-studies use the middle horizon.
+gradual variation over the seeds). ``gradual-variation``: MirrorProx (Algorithm 1, Euclidean ball) against
+YuNeelyWei and OGD on [`DriftingQuadratic`][ocokit.problems.DriftingQuadratic]: regret and signed violation
+``max_k sum_t g_k(x_t)`` against T for static losses (``V_* = O(1)``) and i.i.d. losses (``V_*`` linear in T), and
+against ``V_*`` at the middle horizon, with fitted exponents (Theorems 4.1 and 4.2). ``--T`` is the largest
+horizon; the grid is ``T / ratio^k``, ``k = horizons - 1, ..., 0``. Algorithm 2: `simplex_mirror_prox`.
 """
 
 from __future__ import annotations
@@ -41,10 +35,7 @@ METHODS = {
 }  # fmt: skip
 _COLDQ_ON_BALL = ("not run: COLDQ's exact per-round hinge prox handles a quadratic constraint only over a Box "
                   f"({cite('003')} solver), and this problem has a Euclidean ball")  # fmt: skip
-GRID = (
-    Option("horizons", int, 4, "horizons in the T grid", low=3),
-    Option("ratio", int, 4, "ratio of the grid", low=2),
-)
+GRID = (Option("horizons", int, 4, "horizons in the T grid", low=3), Option("ratio", int, 4, "grid ratio", low=2))
 
 
 def horizons(T: int, options) -> list[int]:
@@ -116,19 +107,15 @@ def _grid(ctx) -> list[Cell]:
 
 
 def _bounded(summary):
-    parts, holds = [], True
-    for regime in ("static", "iid"):
-        v = summary["MirrorProx"]["violation"][regime]["mean"]
-        parts.append(f"{regime} {v[0]:.3g} -> {v[-1]:.3g}")
-        holds = holds and v[-1] <= max(v[0], 0.0) + 1.0
-    return "max_k sum_t g_k, smallest -> largest T: " + ", ".join(parts), holds
+    v = {r: summary["MirrorProx"]["violation"][r]["mean"] for r in ("static", "iid")}
+    text = ", ".join(f"{r} {m[0]:.3g} -> {m[-1]:.3g}" for r, m in v.items())
+    return "max_k sum_t g_k, smallest -> largest T: " + text, all(m[-1] <= max(m[0], 0.0) + 1.0 for m in v.values())
 
 
 def _versus_dpp(summary):
     ours, theirs = ([summary[k]["violation"][r]["mean"][-1] for r in ("static", "iid")] for k in
                     ("MirrorProx", "YuNeelyWei"))  # fmt: skip
-    text = f"largest T, static / i.i.d.: MirrorProx {ours[0]:.3g} / {ours[1]:.3g}, "
-    text += f"YuNeelyWei {theirs[0]:.3g} / {theirs[1]:.3g}"
+    text = f"largest T, static / i.i.d.: MirrorProx {ours[0]:.3g} / {ours[1]:.3g}, YuNeelyWei {theirs[0]:.3g} / {theirs[1]:.3g}"  # noqa: E501
     return text, all(a < b for a, b in zip(ours, theirs, strict=True))
 
 

@@ -1,16 +1,11 @@
 """Wan and Zhang (AAAI 2021; projection-free online learning over strongly convex sets): regret exponents.
 
-The paper has no experiments; ``strongly-convex-sets`` checks its theorems' exponents as a rough empirical
-slope of log(regret) against log(T): linear losses
-([`OnlineLinear`][ocokit.problems.OnlineLinear]) over the l2 and l_1.5 balls (strongly convex) and the l1 ball (a
-polytope), OFW with line search (Algorithm 1, Thm 1: O(T^{2/3})) against Hazan-Kale's OFW (O(T^{3/4})); and
-strongly convex quadratic losses ([`OnlineQuadratic`][ocokit.problems.OnlineQuadratic]) over the l2 and l1 balls, SC-OFW
-(Algorithm 2; Thm 2: O(sqrt T) over strongly convex sets, Thm 3: O(T^{2/3}) on any set).
-
-``T`` is the largest horizon; the grid is ``T / 2^k`` for ``k < points``, one axis of a
-[`Sweep`][ocokit.experiments.Sweep] per setting, played as prefixes of one run of T rounds (each learner with its
-horizon's theory parameters). The fitted exponent is the log-log slope of the mean static regret over seeds
-against T. Default: T = 4000, 5 seeds, d = 10.
+The paper has no experiments; ``strongly-convex-sets`` checks its theorems' exponents as log-log slopes of the mean
+static regret against T: linear losses ([`OnlineLinear`][ocokit.problems.OnlineLinear]) over the l2 and l_1.5 balls
+(strongly convex) and the l1 ball (a polytope), OFW with line search (Thm 1: O(T^{2/3})) against Hazan-Kale's OFW
+(O(T^{3/4})); strongly convex quadratic losses ([`OnlineQuadratic`][ocokit.problems.OnlineQuadratic]) over the l2
+and l1 balls, SC-OFW (Thm 2: O(sqrt T) over strongly convex sets, Thm 3: O(T^{2/3}) on any set). The grid is
+``T / 2^k``, ``k < points``, one axis per setting, played as prefixes of one run of T rounds.
 """
 
 from __future__ import annotations
@@ -64,10 +59,7 @@ class _Setting:
     theory: Mapping[str, float | None]  # learner label -> theorem's exponent (None: no theorem)
 
 
-_LIN, _QUAD = (
-    (lambda K: OnlineLinear(K, drift=1.0, noise=1.0)),
-    (lambda K: OnlineQuadratic(K, lam=1.0, offset=2.0, noise=1.0)),
-)
+_LIN, _QUAD = (lambda K: OnlineLinear(K, drift=1.0, noise=1.0)), (lambda K: OnlineQuadratic(K, lam=1.0, offset=2.0, noise=1.0))  # fmt: skip  # noqa: E501
 _OFW = {"OFW-LS": 2 / 3, "OFW": 3 / 4, "OFW, Thm-1 eta": None}
 _POLY = "l1 ball (polytope)"
 SETTINGS: tuple[_Setting, ...] = (
@@ -77,14 +69,9 @@ SETTINGS: tuple[_Setting, ...] = (
     _Setting("l2-quadratic", "l2 ball", "quadratic", lambda d: _QUAD(L2Ball(d, radius=1.0)), {"SC-OFW": 1 / 2, "OFW-LS": 2 / 3}),  # noqa: E501
     _Setting("l1-quadratic", _POLY, "quadratic", lambda d: _QUAD(L1Ball(d, radius=1.0)), {"SC-OFW": 2 / 3, "OFW-LS": None}),  # noqa: E501
 )  # fmt: skip
-
+_S = {s.key: s for s in SETTINGS}
 TOLERANCE = 0.05
 """A claimed exponent a holds if the fitted slope is at most a + TOLERANCE (the theorems are upper bounds)."""
-
-
-def label(algorithm: str, setting: _Setting) -> str:
-    """The summary key of one learner on one setting, e.g. ``"OFW-LS | l2 ball, linear"``."""
-    return f"{algorithm} | {setting.title}, {setting.family}"
 
 
 def horizons(T: int, points: int) -> list[int]:
@@ -95,11 +82,8 @@ def horizons(T: int, points: int) -> list[int]:
     return grid
 
 
-_S = {s.key: s for s in SETTINGS}
-
-
 def _bounds_hold(summary: Summary) -> tuple[str, bool]:
-    ratios = {label(a, _S[k]): max(v["mean"]) for a, entry in summary.items()
+    ratios = {f"{a} | {_S[k].title}, {_S[k].family}": max(v["mean"]) for a, entry in summary.items()
               for k, v in entry.get("regret_over_bound", {}).items() if np.isfinite(v["mean"]).all()}  # fmt: skip
     if not ratios:
         raise KeyError("regret_over_bound")
@@ -160,9 +144,7 @@ STRONGLY_CONVEX_SETS = register(Experiment(
     study=Sweep(grid=_grid, learner=_learner, measure=_measure, prefix=True,
                 fits=tuple(Fit("regret", s.key) for s in SETTINGS),
                 plots=(_plot("linear", "linear losses"), _plot("quadratic", "strongly convex losses"))),
-    options=(
-        Option("dim", int, 10, "dimension d of every set", low=1),
-        Option("points", int, 6, "horizons in the grid T / 2^k", low=1),
-        Option("settings", list, list(_S), "setting keys to run (or all)", choices=tuple(_S)),
-    ),
+    options=(Option("dim", int, 10, "dimension d of every set", low=1),
+             Option("points", int, 6, "horizons in the grid T / 2^k", low=1),
+             Option("settings", list, list(_S), "setting keys to run (or all)", choices=tuple(_S))),
 ))  # fmt: skip
