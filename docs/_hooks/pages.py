@@ -341,6 +341,15 @@ def _subject_module(experiment, modules):
     return None
 
 
+def _setup_modules(module, modules) -> list:
+    """The experiment modules of shared setup (declaring no experiment) whose names ``module`` imports."""
+    from ocokit.harness import Experiment
+
+    names = sorted({getattr(v, "__module__", None) or "" for v in vars(module).values()} - {module.__name__})
+    return [modules[n] for n in names if n.startswith("ocokit.experiments.") and n in modules
+            and not any(isinstance(v, Experiment) for v in vars(modules[n]).values())]  # fmt: skip
+
+
 def experiment_page(experiment, classes: list[type]) -> str:
     import sys
 
@@ -371,6 +380,8 @@ def experiment_page(experiment, classes: list[type]) -> str:
     ]
     if module is not None and module.__doc__:
         lines += ["## Setup and readings", "", rst_to_markdown(inspect.cleandoc(module.__doc__)), ""]
+        for shared in _setup_modules(module, sys.modules):
+            lines += [rst_to_markdown(inspect.cleandoc(shared.__doc__ or "")), ""]
     lines += ["## Algorithms", "", "| label | learner | note |", "|---|---|---|"]
     for algorithm in experiment.algorithms:
         cls = learner_of(algorithm, classes)

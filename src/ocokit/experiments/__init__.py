@@ -2,6 +2,8 @@
 
 from ocokit.experiments import matrix_completion as matrix_completion
 from ocokit.experiments import memory_predictions as memory_predictions
+from ocokit.experiments import memory_predictions_horizon as memory_predictions_horizon
+from ocokit.experiments import memory_predictions_window as memory_predictions_window
 from ocokit.experiments import mirror_prox as mirror_prox
 from ocokit.experiments import simplex_mirror_prox as simplex_mirror_prox
 from ocokit.experiments import strongly_convex_sets as strongly_convex_sets
