@@ -241,7 +241,12 @@ class Experiment:
                 "another output folder (--out)"
             )
         ctx = Context(self, T, seeds, out, data_dir, opts, raw, progress, compute, executor, reuse)
-        outcome = self.study(self, ctx)
+        try:
+            outcome = self.study(self, ctx)
+        except FileNotFoundError as err:
+            if not self.needs_data:
+                raise
+            raise FileNotFoundError(f"experiment {self.name!r} needs its data: {err}") from err
         figure = self._draw_all(outcome, out)
         report = Report(self.name, outcome.summary, self.check_claims(outcome.summary), figure, ctx.skipped, ctx.new)
         data = None if data_dir is None else str(Path(data_dir).resolve())

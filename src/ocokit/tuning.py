@@ -16,10 +16,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import equinox as eqx
 import jax
 import numpy as np
 
@@ -99,6 +101,29 @@ def grid_search(
     return row
 
 
+def scale_field(learner: AbstractLearner, path: str, scale: float) -> AbstractLearner:
+    """``learner`` with its numeric field ``path`` (a dotted path into a part, e.g. ``"chain.eta"``) times ``scale``."""
+    field = operator.attrgetter(path)
+    return eqx.tree_at(field, learner, field(learner) * scale)
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """A method of a [`Tuning`][ocokit.experiments.Tuning]: ``cls.from_theory(info, **keywords)`` with its ``knob``
+    tuned (a name, or a tuple of names tuned over the product of their grids).
+
+    A knob named in the tuning's ``theory_inputs`` is a theory input: the grid value itself goes to those
+    ``from_theory`` keywords (say the Lipschitz constant ``G``); any other knob is the learner's field (at the path
+    ``fields`` gives, default its name), multiplied by the grid value (a multiplier of its theory value).
+    """
+
+    cls: type[AbstractLearner]
+    knob: str | tuple[str, ...]
+    keywords: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    note: str = ""
+    fields: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
 def knob_values(knob: str | tuple[str, ...], value: Any) -> list[tuple[str, float]]:
     """``(name, value)`` for each name of ``knob`` at ``value`` (a tuple for a tuple of knobs; none for ``None``)."""
     value = grid_value(value)
@@ -115,9 +140,9 @@ class Tuning:
     """An experiment's grid search.
 
     Attributes:
-        knobs: method label -> the knob tuned (a name, or a tuple of names tuned over the product of their grids).
-        build: ``build(label, info, value)``, the method with its knobs at ``value`` (``None``: the theory's).
+        methods: label -> the [`Method`][ocokit.experiments.Method] searched.
         folder: where the recorded tables live, ``<experiment>.json``.
+        theory_inputs: knob -> the ``from_theory`` keywords that receive its value (knobs not named: fields).
         grid: each knob's grid.
         seed_offset: tuning seeds are ``seed_offset, seed_offset + 1, ...``, disjoint from the evaluation seeds.
         unbatched: labels whose grid runs one sweep per value (data-dependent loops;
@@ -128,13 +153,40 @@ class Tuning:
 
     option_names: ClassVar[tuple[str, ...]] = tuple(o.name for o in TUNING_OPTIONS)
     """The options an experiment with a tuning declares ([`TUNING_OPTIONS`][ocokit.experiments.TUNING_OPTIONS])."""
-    knobs: Mapping[str, str | tuple[str, ...]]
-    build: Callable[[str, ProblemInfo, Any], AbstractLearner]
+    methods: Mapping[str, Method]
     folder: Path
+    theory_inputs: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     grid: tuple[float, ...] = GRID
     seed_offset: int = 10_000
     unbatched: tuple[str, ...] = ()
     reference_loss: Callable[[Any], float] | None = None
+
+    @property
+    def knobs(self) -> dict[str, str | tuple[str, ...]]:
+        """Label -> the knob tuned."""
+        return {label: method.knob for label, method in self.methods.items()}
+
+    def build(self, label: str, info: ProblemInfo, value: Any = None) -> AbstractLearner:
+        """Method ``label`` by its ``from_theory``, its knobs at ``value`` (``None``: the theory's)."""
+        method = self.methods[label]
+        pairs = knob_values(method.knob, value)
+        theory = {k: v for n, v in pairs if n in self.theory_inputs for k in self.theory_inputs[n]}
+        learner = method.cls.from_theory(info, **(dict(method.keywords) | theory))
+        for knob, v in pairs:
+            learner = learner if knob in self.theory_inputs else scale_field(learner, method.fields.get(knob, knob), v)
+        return learner
+
+    def describe(self, label: str, value: Any) -> str:
+        """How ``label``'s knobs are set at ``value``, for the legend's note."""
+        knob = self.methods[label].knob
+        if value is None:
+            return (
+                f"{knob} at its theory value"
+                if isinstance(knob, str)
+                else f"{' and '.join(knob)} at their theory values"
+            )
+        return ", ".join(f"{k} = {v:g} " + ("in the theorem's formulas" if k in self.theory_inputs else "x theory")
+                         for k, v in knob_values(knob, value))  # fmt: skip
 
     def grid_of(self, label: str) -> tuple:
         """The grid of ``label``'s knob: `grid`, or its product with itself for a tuple of knobs."""

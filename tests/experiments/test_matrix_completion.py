@@ -14,7 +14,7 @@ from ocokit import cli, experiments, run
 from ocokit.algorithms import BFWTVC, OPDP, SCBFWTVC, ProblemInfo
 from ocokit.experiments import matrix_completion as mc
 from ocokit.problems import synthetic_low_rank_ratings
-from ocokit.tuning import GRID, TUNING_CRITERION, choose, grid_value
+from ocokit.tuning import GRID, TUNING_CRITERION, choose, grid_value, scale_field
 
 from ..problems.test_matrix_completion import write_ratings
 
@@ -76,7 +76,7 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
     loss, ccv = (np.array([np.nan if v is None else v for v in row[k]]) for k in ("cumulative_loss", "ccv"))
     assert row["chosen"] == GRID[choose(GRID, loss, ccv)]
     assert np.nanmin(loss) <= loss[GRID.index(row["chosen"])] <= 1.01 * np.nanmin(loss)
-    zero = 5 * mc.zero_loss(mc.make_problem("movielens")(5, small_data, exp.parse_options()))
+    zero = 5 * mc.make_problem("movielens")(5, small_data, exp.parse_options()).zero_loss()
     np.testing.assert_allclose(row["loss_vs_reference"], loss / zero, rtol=1e-12)
     assert f"G = {row['chosen']:g} in the theorem's formulas (tuned now" in report.summary["OFW-TVC"]["note"]
     # each method's grid is stored as it finishes; a re-run reads it back and skips every run
@@ -108,10 +108,10 @@ def test_a_product_grid_tunes_knobs_together_and_prefers_values_near_1_in_every_
 def test_build_sets_every_knob_of_a_product_grid(small_data):
     problem = mc.make_problem("movielens")(5, small_data, mc.MATRIX_COMPLETION_MOVIELENS.parse_options())
     info = ProblemInfo.of(problem, 5)
-    theory, tuned = mc.build("LPM", info), mc.build("LPM", info, [1e-4, 0.05])  # JSON's list form
+    theory, tuned = mc.TUNING.build("LPM", info), mc.TUNING.build("LPM", info, [1e-4, 0.05])  # JSON's list form
     np.testing.assert_allclose([tuned.eps, tuned.chain.eta], [1e-4 * theory.eps, 0.05 * theory.chain.eta], rtol=1e-12)
-    assert mc._describe_knob("LPM", (1e-4, 0.05)) == "eps = 0.0001 x theory, eta = 0.05 x theory"
-    assert mc._describe_knob("LPM", None) == "eps and eta at their theory values"
+    assert mc.TUNING.describe("LPM", (1e-4, 0.05)) == "eps = 0.0001 x theory, eta = 0.05 x theory"
+    assert mc.TUNING.describe("LPM", None) == "eps and eta at their theory values"
 
 
 def test_missing_data_and_bad_options_raise_clear_errors(tmp_path, monkeypatch):
@@ -167,7 +167,7 @@ def test_recorded_tuning_covers_every_method_lies_on_the_grid_and_never_used_an_
         assert table["command"].startswith(f"ocokit tune {name} --T ")
         assert exp.default_T == mc.HORIZONS[name] and exp.default_seeds == mc.SEEDS[name] and exp.needs_data
         for a in exp.algorithms[1:]:
-            assert mc._describe_knob(a.label, table["methods"][a.label]["chosen"]) in a.note
+            assert mc.TUNING.describe(a.label, table["methods"][a.label]["chosen"]) in a.note
 
 
 def test_the_tuning_command_writes_the_table_the_experiment_reads(small_data, tmp_path):
@@ -201,13 +201,13 @@ def test_lbpm_theory_block_never_ends_so_eta_is_inert_and_the_block_constant_is_
     # the tuned knob, the block constant, ends blocks within the horizon and moves the decisions.
     problem = mc.make_problem("filmtrust")(12, small_data, mc.MATRIX_COMPLETION_FILMTRUST.parse_options())
     T, info = 12, ProblemInfo.of(problem, 12)
-    lbpm = mc.build("LBPM", info)
+    lbpm = mc.TUNING.build("LBPM", info)
     assert int(lbpm.chain.block_size) == T
-    runs = [run(mc.scale_knob(lbpm, "eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
+    runs = [run(scale_field(lbpm, "chain.eta", s), problem, T, key=3) for s in (1e-5, 1.0, 1e5)]
     for other in runs[1:]:
         np.testing.assert_array_equal(other.loss, runs[0].loss)
         np.testing.assert_array_equal(other.constraints, runs[0].constraints)
-    tuned = mc.build("LBPM", info, 1.0)
+    tuned = mc.TUNING.build("LBPM", info, 1.0)
     assert int(tuned.chain.block_size) == round(T**0.5)
     assert not np.array_equal(run(tuned, problem, T, key=3).loss, runs[0].loss)
 
@@ -221,10 +221,10 @@ def _same(a, b) -> bool:
 def test_theory_inputs_reach_the_theorem_formulas(small_data):
     problem = mc.make_problem("filmtrust")(12, small_data, mc.MATRIX_COMPLETION_FILMTRUST.parse_options())
     info = ProblemInfo.of(problem, 12)
-    assert _same(mc.build("BFW-TVC", info, 1e-2), BFWTVC.from_theory(info, loss_bound=1e-2))
-    assert _same(mc.build("SCBFW-TVC", info, 10.0), SCBFWTVC.from_theory(info, alpha_f=10.0))
-    assert not _same(mc.build("SCBFW-TVC", info, 10.0), mc.build("SCBFW-TVC", info))
-    g = mc.build("OFW-TVC", info, 1e-3)
+    assert _same(mc.TUNING.build("BFW-TVC", info, 1e-2), BFWTVC.from_theory(info, loss_bound=1e-2))
+    assert _same(mc.TUNING.build("SCBFW-TVC", info, 10.0), SCBFWTVC.from_theory(info, alpha_f=10.0))
+    assert not _same(mc.TUNING.build("SCBFW-TVC", info, 10.0), mc.TUNING.build("SCBFW-TVC", info))
+    g = mc.TUNING.build("OFW-TVC", info, 1e-3)
     assert float(g.G) == 1e-3 and float(g.beta) == 1.0 / (64e-3 * float(problem.domain.diameter))
-    opdp = mc.build("OPDP", info, 10.0)
+    opdp = mc.TUNING.build("OPDP", info, 10.0)
     assert float(opdp.eta) == 10.0 * float(OPDP.from_theory(info).eta)

@@ -23,8 +23,8 @@ from ocokit.harness import (
 )
 from ocokit.store import Context
 from ocokit.studies import Cell, Comparison, Fit, Plot, Runs, Sweep
-from ocokit.tuning import TUNING_CRITERION, TUNING_OPTIONS, Tuning, choose, grid_search
+from ocokit.tuning import TUNING_CRITERION, TUNING_OPTIONS, Method, Tuning, choose, grid_search
 
 __all__ = ["TUNING_CRITERION", "TUNING_OPTIONS", "Algorithm", "Cell", "Claim", "ClaimResult", "Comparison", "Context",
-           "Experiment", "Figure", "Fit", "Option", "Outcome", "Plot", "Report", "Runs", "Sweep", "Tuning", "choose",
-           "get", "grid_search", "names", "register"]  # fmt: skip
+           "Experiment", "Figure", "Fit", "Method", "Option", "Outcome", "Plot", "Report", "Runs", "Sweep", "Tuning",
+           "choose", "get", "grid_search", "names", "register"]  # fmt: skip

@@ -257,6 +257,11 @@ class OnlineMatrixCompletion(AbstractProblem):
     def constraints(self, data, x):
         return jnp.sum(data["PT"] * x)[None]
 
+    def zero_loss(self) -> float:
+        """The (expected) loss per round of playing ``X = 0``: ``||M_O||^2 / 2``, or a sample's mean share of it."""
+        r = np.asarray(self.ratings)
+        return 0.5 * float(r @ r if self.sampling == "all" else self.batch_size * np.mean(r * r))
+
     def constants(self) -> ProblemConstants:
         m, n = self.shape
         if self.sampling == "all":
