@@ -9,6 +9,7 @@ prox steps are the geometries of `_mirror`; each learner gives only its bound on
 """
 
 import abc
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -479,13 +480,7 @@ class SimplexMirrorProx(AbstractMirrorProx):
     known_constraints: Callable[[Array], Array] | None
     geometry: ClassVar[AbstractMirrorGeometry] = EntropicGeometry()
     dual_norm: ClassVar[str] = "linf"
-    needs: ClassVar[Needs] = Needs(
-        constants=("grad_bound", "smoothness"),
-        constrained_constants=("constraint_smoothness",),
-        nonnegative=("smoothness", "constraint_smoothness"),
-        optional=("constraint_bound", "constraint_grad_bound", "constraint_sum_bound", "constraint_grad_sum_bound"),
-        sets=(Simplex,),
-    )
+    needs: ClassVar[Needs] = dataclasses.replace(AbstractMirrorProx.needs, sets=(Simplex,))
 
     def __init__(
         self,
