@@ -393,6 +393,7 @@ def tune(
     data: Annotated[Path | None, typer.Option("--data", help="dataset folder (default: $OCOKIT_DATA)")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", help="experiment option key=value")] = None,
     write: Annotated[Path | None, typer.Option("--write", help="file to write (default: the recorded table)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="keep the grid's runs here (a re-run resumes)")] = None,
 ) -> None:
     """Record an experiment's grid search on its tuning seeds: the table its runs use by default."""
     exp = _experiment(name)
@@ -407,7 +408,8 @@ def tune(
     command = " ".join(["ocokit tune", name, f"--T {T}", f"--seeds {seeds}", *(f"--option {o}" for o in option or [])])
     console.print(f"[bold]{escape(name)}[/bold]: grid search at T = {T} on {seeds} tuning seed(s)", soft_wrap=True)
     started = lambda label, n: console.print(f"  {label}: {n} values", markup=False, highlight=False)  # noqa: E731
-    path = exp.tuning.record(exp, problem, T, seeds, command, write, started=started)
+    path = exp.tuning.record(exp, problem, T, seeds, command, write, started=started, out=out, data_dir=data,
+                             options=raw)  # fmt: skip
     console.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 

@@ -1,14 +1,14 @@
-"""Grid searches of hyperparameters, declared as data and recorded with the command that wrote them.
+"""Grid searches of hyperparameters: the third kind of study, declared as data and recorded with the command that
+wrote them.
 
 Papers tune their baselines by "choosing the best hyper-parameters from a grid". A [`Tuning`][ocokit.experiments.Tuning]
-declares an
-experiment's search: each method's knob (a learner field scaled from its theory value, or a theory input),
-the grid, how a value builds the method, and the folder of recorded tables.
-[`grid_search`][ocokit.experiments.grid_search] scores one
-method's grid on the tuning seeds (one vmapped sweep) and [`choose`][ocokit.experiments.choose] picks a value by
-[`TUNING_CRITERION`][ocokit.experiments.TUNING_CRITERION]. ``ocokit tune NAME --T T`` records the table that the
-experiment's runs use by
-default; the experiment's option ``tune=true`` searches again at run time.
+declares an experiment's search: each [`Method`][ocokit.experiments.Method] (its class, its knob: a learner field
+scaled from its theory value, or a theory input), the grid, and the folder of recorded tables.
+[`Tuning.search`][ocokit.experiments.Tuning.search] plays each grid value on the tuning seeds as a stored run of the
+experiment's store (one vmapped sweep per method, resumable, on the executor) and
+[`choose`][ocokit.experiments.choose] picks a value by [`TUNING_CRITERION`][ocokit.experiments.TUNING_CRITERION].
+``ocokit tune NAME --T T`` records the table that the experiment's runs use by default; the experiment's option
+``tune=true`` searches again at run time.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import operator
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,8 +29,7 @@ import numpy as np
 from ocokit import metrics
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
 from ocokit.engine import stack, sweep
-from ocokit.fingerprints import config_hash
-from ocokit.harness import Experiment, Option
+from ocokit.harness import Experiment, Option, Progress
 from ocokit.results import atomic_write_json
 from ocokit.store import Context
 
@@ -63,42 +63,47 @@ def choose(grid: Sequence[float | tuple[float, ...]], loss: np.ndarray, ccv: np.
     return nearest_one(near[np.isclose(ccv[near], np.min(ccv[near]), rtol=1e-9, atol=0.0)])
 
 
-def grid_search(
-    learners: Sequence[AbstractLearner],
-    grid: Sequence[float | tuple[float, ...]],
-    problem: Any,
-    T: int,
-    seeds: Sequence[int],
-    path: Path | None = None,
-    *,
-    batched: bool = True,
-) -> dict[str, Any]:
-    """Score the learners built for each value of ``grid`` on ``seeds`` and choose one.
+def grid_scores(
+    learners: Sequence[AbstractLearner], problem: Any, T: int, seeds: Sequence[int], *, batched: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each learner's final cumulative loss and CCV on each of ``seeds``, ``(len(learners), len(seeds))`` each
+    (``nan`` where a run diverged).
 
-    ``batched``: the grid runs as one vmapped sweep; ``False``: one sweep per value, for learners with
+    ``batched``: the learners run as one vmapped sweep; ``False``: one sweep each, for learners with
     data-dependent loops (a vmapped ``while_loop`` runs every member as long as the slowest one).
-
-    Returns ``{"grid", "chosen", "cumulative_loss", "ccv"}``: the mean final cumulative loss and CCV over the
-    seeds (``nan`` where a run diverged) and the value chosen by [`choose`][ocokit.experiments.choose]. Stored
-    atomically at
-    ``path`` when given, and read back from there instead of recomputed.
     """
-    if path is not None and path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    options = {"throw": False, "chunk_size": len(grid) * len(seeds), "comparators": False}
+    options = {"throw": False, "chunk_size": len(learners) * len(seeds), "comparators": False}
     if batched:
         trajs = [sweep(stack(list(learners)), problem, T, list(seeds), batched_learner=True, **options)]
     else:
         trajs = [jax.tree.map(lambda a: a[None], sweep(lrn, problem, T, list(seeds), **options)) for lrn in learners]
     traj = jax.tree.map(lambda *a: np.concatenate(a), *trajs)
     ok = np.asarray(traj.first_bad_round) < 0
-    loss = np.where(ok, metrics.cumulative_loss(traj)[..., -1], np.nan).mean(axis=1)
-    ccv = np.where(ok, metrics.hard_violation(traj)[..., -1], np.nan).mean(axis=1)
-    row = {"grid": list(grid), "chosen": grid[choose(grid, loss, ccv)], "cumulative_loss": loss.tolist(),
-           "ccv": ccv.tolist()}  # fmt: skip
-    if path is not None:
-        atomic_write_json(path, row)
-    return row
+    loss = np.where(ok, metrics.cumulative_loss(traj)[..., -1], np.nan)
+    return loss, np.where(ok, metrics.hard_violation(traj)[..., -1], np.nan)
+
+
+def grid_search(
+    learners: Sequence[AbstractLearner],
+    grid: Sequence[float | tuple[float, ...]],
+    problem: Any,
+    T: int,
+    seeds: Sequence[int],
+    *,
+    batched: bool = True,
+) -> dict[str, Any]:
+    """Score the learners built for each value of ``grid`` on ``seeds`` (`grid_scores`) and choose one.
+
+    Returns ``{"grid", "chosen", "cumulative_loss", "ccv"}``: the mean final cumulative loss and CCV over the
+    seeds (``nan`` where a run diverged) and the value chosen by [`choose`][ocokit.experiments.choose].
+    """
+    loss, ccv = grid_scores(learners, problem, T, seeds, batched=batched)
+    return _row(grid, loss.mean(axis=1), ccv.mean(axis=1))
+
+
+def _row(grid, loss: np.ndarray, ccv: np.ndarray) -> dict[str, Any]:
+    return {"grid": list(grid), "chosen": grid[choose(grid, loss, ccv)], "cumulative_loss": loss.tolist(),
+            "ccv": ccv.tolist()}  # fmt: skip
 
 
 def scale_field(learner: AbstractLearner, path: str, scale: float) -> AbstractLearner:
@@ -208,30 +213,38 @@ class Tuning:
         rows = self.recorded(name).get("methods", {}).items()
         return {m: grid_value(r["chosen"]) for m, r in rows if grid_value(r["knob"]) == self.knobs.get(m)}
 
-    def table(
-        self, name: str, labels, problem, T: int, seeds: int, out: Path | None = None, started=None
-    ) -> dict[str, Any]:
+    def search(self, ctx: Context, labels, problem, T: int, seeds: int, started=None) -> dict[str, Any]:
         """The grid search of each of ``labels`` on the first ``seeds`` tuning seeds at horizon ``T``: per label,
-        [`grid_search`][ocokit.experiments.grid_search]'s row with the knob (and the loss relative to the reference);
-        each row is stored
-        under ``out/tuning/`` as it finishes and read back on a re-run. ``started(label, values)`` is called as
-        each label's search starts."""
+        [`grid_search`][ocokit.experiments.grid_search]'s row with the knob (and the loss relative to the reference).
+
+        The third kind of study beside [`Comparison`][ocokit.experiments.Comparison] and
+        [`Sweep`][ocokit.experiments.Sweep]: each grid value is a stored run of ``ctx``'s store (one row per seed),
+        a label's missing values are computed as one unit on its executor (one vmapped sweep), and a re-run reads
+        them back. ``started(label, values)`` is called as each label's search starts."""
         info, keys, methods = ProblemInfo.of(problem, T), self.seeds(seeds), {}
         for m in labels:
-            grid = self.grid_of(m)
+            grid, knob, batched = self.grid_of(m), self.knobs[m], m not in self.unbatched
             if started is not None:
                 started(m, len(grid))
-            config = {"experiment": name, "knob": self.knobs[m], "grid": grid, "T": T, "seeds": keys,
-                      "criterion": TUNING_CRITERION, "learner": self.build(m, info, None),
-                      "problem": problem}  # fmt: skip
-            path = None if out is None else Path(out) / "tuning" / f"{m}-{config_hash(config)}.json"
             learners = [self.build(m, info, v) for v in grid]
-            row = grid_search(learners, grid, problem, T, keys, path, batched=m not in self.unbatched)
-            methods[m] = {"knob": self.knobs[m], **row}
+            configs = {i: {"knob": knob, "value": v, "learner": learners[i], "problem": problem, "T": T,
+                           "seeds": keys, "criterion": TUNING_CRITERION} for i, v in enumerate(grid)}  # fmt: skip
+
+            def compute(missing, learners=learners, batched=batched):
+                loss, ccv = grid_scores([learners[i] for i in missing], problem, T, keys, batched=batched)
+                cols = lambda j: {"seed": np.asarray(keys), "cumulative_loss": loss[j], "ccv": ccv[j]}  # noqa: E731
+                return {i: (cols(j), {}) for j, i in enumerate(missing)}
+
+            runs = ctx.cells(f"{m} grid search", configs, compute)
+            loss, ccv = (
+                np.array([np.mean(runs[i][0][k]) for i in range(len(grid))]) for k in ("cumulative_loss", "ccv")
+            )
+            methods[m] = {"knob": knob, **_row(grid, loss, ccv)}
             if self.reference_loss is not None:
                 reference = T * self.reference_loss(problem)
-                methods[m]["loss_vs_reference"] = [v / reference for v in row["cumulative_loss"]]
-        return {"experiment": name, "criterion": TUNING_CRITERION, "T": T, "seeds": keys, "methods": methods}
+                methods[m]["loss_vs_reference"] = [v / reference for v in methods[m]["cumulative_loss"]]
+        return {"experiment": ctx.experiment.name, "criterion": TUNING_CRITERION, "T": T, "seeds": keys,
+                "methods": methods}  # fmt: skip
 
     def choices(self, ctx: Context, labels, problem) -> tuple[dict[str, Any], str]:
         """The knob values of a run ([`TUNING_OPTIONS`][ocokit.experiments.TUNING_OPTIONS]) and where they come from:
@@ -241,16 +254,31 @@ class Tuning:
         if not o["tune"]:
             return (self.chosen(name) if o["tuned"] else {}), f"grid search recorded in {self.folder.name}/{name}.json"
         T = o["tune_T"] or ctx.T
-        table = self.table(name, labels, problem, T, o["tune_seeds"], ctx.out)
+        table = self.search(ctx, labels, problem, T, o["tune_seeds"])
         atomic_write_json(ctx.out / "tuning.json", table)
         return {m: grid_value(r["chosen"]) for m, r in table["methods"].items()}, f"tuned now, T = {T}"
 
     def record(
-        self, exp: Experiment, problem, T: int, seeds: int, command: str, path: Path | None = None, started=None
+        self,
+        exp: Experiment,
+        problem,
+        T: int,
+        seeds: int,
+        command: str,
+        path: Path | None = None,
+        started=None,
+        out: Path | None = None,
+        data_dir: Path | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> Path:
-        """Search every tuned method of ``exp`` and write the table its runs use by default (or to ``path``)."""
+        """Search every tuned method of ``exp`` and write the table its runs use by default (or to ``path``); the
+        grid's runs are kept under ``out`` (a re-run resumes), or in a temporary folder when ``out`` is ``None``."""
         labels = [a.label for a in exp.algorithms if a.label in self.knobs]
-        table = self.table(exp.name, labels, problem, T, seeds, started=started)
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch) if out is None else Path(out)
+            raw = {k: str(v) for k, v in (options or {}).items()}
+            ctx = Context(exp, T, seeds, folder, data_dir, exp.parse_options(raw), raw, Progress())
+            table = self.search(ctx, labels, problem, T, seeds, started=started)
         path = self.folder / f"{exp.name}.json" if path is None else Path(path)
         constants = dataclasses.asdict(problem.constants())
         atomic_write_json(path, {"command": command, "problem_constants": constants, **table})

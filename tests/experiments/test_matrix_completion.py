@@ -79,8 +79,8 @@ def test_tuning_runs_the_grid_as_one_sweep_and_uses_its_choice(small_data, tmp_p
     zero = 5 * mc.make_problem("movielens")(5, small_data, exp.parse_options()).zero_loss()
     np.testing.assert_allclose(row["loss_vs_reference"], loss / zero, rtol=1e-12)
     assert f"G = {row['chosen']:g} in the theorem's formulas (tuned now" in report.summary["OFW-TVC"]["note"]
-    # each method's grid is stored as it finishes; a re-run reads it back and skips every run
-    assert len(list((out / "tuning").glob("OFW-TVC-*.json"))) == 1
+    # each grid value is a stored run (the store of the experiment's runs); a re-run reads them back
+    assert report.new_runs == 2 + len(GRID)  # X = 0 and OFW-TVC on one seed, OFW-TVC's grid
     again = exp.run(T=5, seeds=1, out=out, data_dir=small_data, options={"tune": "true", "tune_T": "5"})
     assert again.new_runs == 0 and json.loads((out / "tuning.json").read_text()) == tuning
 
@@ -173,8 +173,9 @@ def test_recorded_tuning_covers_every_method_lies_on_the_grid_and_never_used_an_
 def test_the_tuning_command_writes_the_table_the_experiment_reads(small_data, tmp_path):
     out = tmp_path / "table.json"
     args = ["tune", "matrix-completion-movielens", "--T", "4", "--data", str(small_data), "--write", str(out)]
-    result = CliRunner().invoke(cli.app, args)
+    result = CliRunner().invoke(cli.app, [*args, "--out", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output
+    assert len(list((tmp_path / "runs").rglob("*.parquet"))) == 3 * len(GRID) + len(GRID) ** 2  # one per value
     assert "OFW-TVC: 11 values" in result.output and "LPM: 121 values" in result.output
     table = json.loads(out.read_text())
     assert table["T"] == 4 and table["seeds"] == [mc.TUNING.seed_offset] and table["criterion"] == TUNING_CRITERION
