@@ -277,6 +277,7 @@ def test_pages_render_in_headless_chromium(server, tmp_path):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
             page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
+            page.on("pageerror", lambda err: failures.append(f"page error: {err}"))
             for path, shot, math in [
                 ("/", "entry.png", True),
                 ("/algorithms/COLDQ/", "algorithm.png", True),
