@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -13,6 +14,19 @@ import jax.numpy as jnp
 
 import ocokit
 from ocokit.problems import AbstractProblem
+
+CHROMIUM = Path("/usr/bin/chromium")
+"""Debian's Chromium, which the browser tests drive through playwright (never playwright's own download)."""
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+"""Its launch arguments in the browser tests (the docs site's and the bench's HTML page)."""
 
 
 class Perturbed(AbstractProblem):

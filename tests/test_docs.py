@@ -23,19 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import CHROMIUM, CHROMIUM_ARGS
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+BOARD = ROOT / "docs" / "leaderboard" / "leaderboard.json"
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
 
@@ -188,6 +181,69 @@ def test_committed_figures_are_small_and_belong_to_registered_experiments():
         assert record["T"] >= 1 and record["seeds"] >= 1
 
 
+def _board() -> dict:
+    return json.loads(BOARD.read_text(encoding="utf-8"))
+
+
+def test_committed_leaderboard_is_small_and_holds_every_library_learner():
+    """The Leaderboard page's board, as ``ocokit bench`` writes it (``python docs/_hooks/make_leaderboard.py``): a
+    few tens of KB, suite problems only, every library learner on it with its numbers (a learner added or removed:
+    play it again)."""
+    from ocokit import bench
+
+    assert BOARD.stat().st_size < 60_000
+    board = _board()
+    assert board["T"] >= 1 and board["seeds"] >= 2
+    assert {p["name"] for p in board["problems"]} <= {p.name for p in bench.SUITE}
+    on_board = {r["learner"] for r in board["ranks"]}
+    assert on_board == set(_learners()), "play the board again: python docs/_hooks/make_leaderboard.py"
+    for p in board["problems"]:
+        assert any(row["on_front"] for row in p["learners"].values()), p["name"]
+        for name, row in p["learners"].items():
+            assert not row["error"] and row["seeds"] == board["seeds"] and "hard_violation" in row, (p["name"], name)
+
+
+def _ids(html: str) -> set[str]:
+    return set(re.findall(r'\bid="([^"]+)"', html))
+
+
+def test_the_leaderboard_page_has_its_tables_and_scatters(site):
+    board = _board()
+    problems = [p["name"] for p in board["problems"]]
+    html = (site / "leaderboard" / "index.html").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", html)
+    command = f"ocokit bench --problems {','.join(problems)} --T {board['T']} --seeds {board['seeds']}"
+    assert command in text  # the page says what produced it
+    assert len(re.findall(r"<table\b", html)) == len(problems) + 2  # the ranks, each problem, the pairs not played
+    for header in ["learner", "front", "regret", "CCV", "squared violation", "s / round", "seeds", "on front"]:
+        assert f">{header}</th>" in html, header
+    ids = _ids(html)
+    for p in board["problems"]:
+        assert p["name"] in ids  # the problem's heading
+        for name, row in p["learners"].items():
+            assert f"row-{p['name']}-{name.lower()}" in ids, (p["name"], name)
+            ccv = row["hard_violation"]
+            assert f"{ccv['mean']:.4g} ± {ccv['std']:.2g}" in text, (p["name"], name)  # mean ± sample std
+        png = (site / "leaderboard" / f"{p['name']}.png").read_bytes()  # the scatter, drawn at build time
+        assert png.startswith(b"\x89PNG") and len(png) > 5_000, p["name"]
+        assert f'src="{p["name"]}.png"' in html, p["name"]
+    assert {f"rank-{r['learner'].lower()}" for r in board["ranks"]} <= ids
+    page = (site / "leaderboard" / "leaderboard.html").read_text(encoding="utf-8")  # the bench's own page
+    assert page.count("data:image/png;base64,") == len(problems)
+    assert json.loads((site / "leaderboard" / "leaderboard.json").read_text()) == board
+
+
+def test_every_algorithm_page_links_its_leaderboard_rows(site):
+    board = _board()
+    ids = _ids((site / "leaderboard" / "index.html").read_text(encoding="utf-8"))
+    for name in _learners():
+        html = (site / "algorithms" / name / "index.html").read_text(encoding="utf-8")
+        links = set(re.findall(r'href="\.\./\.\./leaderboard/#([^"]+)"', html))
+        rows = {f"row-{p['name']}-{name.lower()}" for p in board["problems"] if name in p["learners"]}
+        assert rows and links == rows | {f"rank-{name.lower()}"}, name
+        assert links <= ids, (name, links - ids)
+
+
 def test_tutorials_are_in_the_site(site):
     pages = sorted((ROOT / "docs" / "tutorials").glob("*.md"))
     assert len(pages) >= 5
@@ -221,6 +277,7 @@ def test_pages_render_in_headless_chromium(server, tmp_path):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
             page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
+            page.on("pageerror", lambda err: failures.append(f"page error: {err}"))
             for path, shot, math in [
                 ("/", "entry.png", True),
                 ("/algorithms/COLDQ/", "algorithm.png", True),
@@ -245,3 +302,30 @@ def test_pages_render_in_headless_chromium(server, tmp_path):
     assert not failures, failures
     for shot in ["entry.png", "algorithm.png", "experiment.png"]:
         assert (tmp_path / shot).stat().st_size > 10_000, shot
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install -y chromium)")
+def test_the_leaderboard_page_renders_in_headless_chromium(server, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (docs extra)")
+    board = _board()
+    first = board["problems"][0]
+    row = f"row-{first['name']}-{next(iter(first['learners'])).lower()}"
+    failures: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+            page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
+            page.on("console", lambda m: failures.append(f"console: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda err: failures.append(f"page error: {err}"))
+            page.goto(f"{server}/leaderboard/#{row}", wait_until="networkidle")
+            assert page.locator("nav.md-nav--primary").count() >= 1
+            widths = page.evaluate("Array.from(document.querySelectorAll('article img')).map(i => i.naturalWidth)")
+            assert len(widths) == len(board["problems"]) and min(widths) > 100, widths  # every scatter loaded
+            assert page.locator(f"article #{row}").count() == 1  # an algorithm page's link lands on its row
+            page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=False)
+        finally:
+            browser.close()
+    assert not failures, failures
+    assert (tmp_path / "leaderboard.png").stat().st_size > 10_000

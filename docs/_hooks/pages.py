@@ -15,6 +15,8 @@ import logging
 import re
 from pathlib import Path
 
+import leaderboard_page  # docs/_hooks/leaderboard_page.py (mkdocs puts a hook's folder on the path)
+from cost_per_round import measure_cost  # docs/_hooks/cost_per_round.py
 from mkdocs.structure.files import File, Files
 
 log = logging.getLogger("mkdocs.hooks.ocokit")
@@ -174,69 +176,10 @@ def public_signature(function) -> str:
     )
 
 
-# ------------------------------------------------------------------------------------------ measurement
-
-COST_T = 100
-"""Rounds of the cost measurement on each algorithm page (tiny: the build stays fast; compilation excluded)."""
-
-
-def _reference_case(cls: type):
-    """The learner suite's first (learner, problem) pair for ``cls`` (``tests/learner_cases.py``), or ``None``."""
-    import sys
-
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    try:
-        from tests.learner_cases import CASES
-    except ImportError as err:
-        log.info("cost per round: tests/learner_cases.py not importable (%s)", err)
-        return None
-    build = CASES.get(cls)
-    cases = build() if build is not None else []
-    return cases[0] if cases else None
-
-
-def measure_cost(cls: type) -> str:
-    """One line: the learner's oracle calls and wall time per round on its reference problem, measured now.
-
-    The run is played twice at ``T = COST_T`` in float64 (as the command line runs); the second, already
-    compiled, is timed. Nothing is cached: every build measures again, on the machine that builds.
-    """
-    import time
-
-    import jax
-
-    import ocokit
-
-    with jax.enable_x64(True):  # the case is built in float64 too
-        case = _reference_case(cls)
-        if case is None:
-            return "Not measured: the learner suite (`tests/learner_cases.py`) has no case for this learner."
-        learner, problem = case
-        ocokit.run(learner, problem, COST_T, comparators=False)  # compiles
-        start = time.perf_counter()
-        traj = jax.block_until_ready(ocokit.run(learner, problem, COST_T, comparators=False))
-        seconds = (time.perf_counter() - start) / COST_T
-    calls = traj.diagnostics.get("oracle_calls")
-    shape = "x".join(str(n) for n in getattr(problem.domain, "shape", ()) or ("?",))
-    where = f"`{type(problem).__name__}`, decisions of shape {shape}, {COST_T} rounds"
-    oracle = (
-        f"oracle calls per round **{float(calls.mean()):.3g}** (mean of the learner's `oracle_calls` diagnostic: "
-        "its LMO, projection or inner-solver steps) and "
-        if calls is not None
-        else ""
-    )
-    return (
-        f"Measured when this page was built: {oracle}time per round **{seconds * 1e6:.3g} µs** in the compiled scan "
-        f"(compilation excluded), on the learner suite's first case for it ({where}; CPU of the machine that "
-        "built the docs). Sizes and hardware change the time; the oracle count follows the docstring below."
-    )
-
-
 # ------------------------------------------------------------------------------------------------ pages
 
 
-def algorithm_page(cls: type, used_in: list[str]) -> str:
+def algorithm_page(cls: type, used_in: list[str], leaderboard: str = "no board committed") -> str:
     name, kind = cls.__name__, _kind(cls)
     lines = [f"# {name}", ""]
     if getattr(cls, "reconstructed", False):
@@ -258,6 +201,7 @@ def algorithm_page(cls: type, used_in: list[str]) -> str:
         f"| import | `from ocokit.algorithms import {name}` |",
         f"| paper | {_table_cell(_references(cls))} |",
         f"| experiments | {experiments_cell} |",
+        f"| leaderboard | {leaderboard} |",
         "",
         "## Setting",
         "",
@@ -580,7 +524,8 @@ def _drop_missing(nav: list, docs_dir: Path) -> list:
 
 
 def _generated(path: str) -> bool:
-    return path.startswith(("algorithms/", "experiments/", "api/")) or path in ("citing.md", "reproductions.md")
+    generated = ("citing.md", "reproductions.md", leaderboard_page.PAGE)
+    return path.startswith(("algorithms/", "experiments/", "api/")) or path in generated
 
 
 _STATE: dict = {}
@@ -606,11 +551,16 @@ def on_files(files: Files, config) -> Files:
             if cls is not None and e.name not in used[cls.__name__]:
                 used[cls.__name__].append(e.name)
     pages = {"algorithms/index.md": algorithms_index(classes), "experiments/index.md": experiments_index(registered)}
-    pages |= {f"algorithms/{c.__name__}.md": algorithm_page(c, used[c.__name__]) for c in classes}
+    board = leaderboard_page.load()
+    rows = {c.__name__: leaderboard_page.learner_cell(board, c.__name__) for c in classes}
+    pages |= {f"algorithms/{c.__name__}.md": algorithm_page(c, used[c.__name__], rows[c.__name__]) for c in classes}
     pages |= {f"experiments/{e.name}.md": experiment_page(e, classes) for e in registered}
     pages |= {api_path(m): api_page(m, classes) for m in api_modules()}
     pages["citing.md"] = citing_page()
     pages["reproductions.md"] = reproductions_page()
+    if board is not None:  # the page, its scatters and the bench's HTML page
+        pages[leaderboard_page.PAGE] = leaderboard_page.page(board, {c.__name__ for c in classes})
+        pages |= leaderboard_page.files(board)
     for path, content in pages.items():
         files.append(File.generated(config, path, content=content))
     import mathjax

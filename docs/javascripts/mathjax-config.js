@@ -16,7 +16,9 @@ window.MathJax = {
 if (typeof document$ !== "undefined") {
   document$.subscribe(() => {
     if (window.MathJax && MathJax.typesetPromise) {
-      MathJax.startup.output.clearCache();
+      // The SVG output's font cache (it has no clearCache, CHTML's: calling that was a page error).
+      const output = MathJax.startup.output;
+      if (output && typeof output.clearFontCache === "function") output.clearFontCache();
       MathJax.typesetClear();
       MathJax.texReset();
       MathJax.typesetPromise();

@@ -11,6 +11,7 @@ gets a row with the message; the rest of the board is played.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -114,9 +115,9 @@ def _play_pair(ctx: Context, suite: SuiteProblem, problem, e: Entrant, env, chun
     configs = {s: {"problem_name": suite.name, "learner": learner, "problem": problem, "T": ctx.T, "seed": s}
                for s in range(ctx.seeds)}  # fmt: skip
 
-    def compute(missing: list) -> dict[int, tuple[dict, dict]]:
-        return _compute(learner, problem, ctx.T, missing, env, chunk_size)
-
+    # What a unit computes, pickled for a Ray worker: the learner, problem, T and comparators only (not ctx, whose
+    # progress display holds locks).
+    compute = functools.partial(_compute, learner, problem, ctx.T, env=env, chunk_size=chunk_size)
     try:
         cells = ctx.cells(f"{e.label} on {suite.name}", configs, compute, chunk_size)
     except Exception as err:  # tracing, compiling or running it raised (locally, or on a worker: UnitError)
