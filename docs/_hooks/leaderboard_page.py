@@ -63,6 +63,7 @@ def _learner(name: str, anchor: str, library: set[str]) -> str:
 def page(summary: dict, library: set[str]) -> str:
     """The page's Markdown; ``library`` names the learners that have an algorithm page."""
     from ocokit import bench
+    from ocokit.papers import cite
 
     tables = bench.tables(summary)
     lines = [
@@ -99,8 +100,8 @@ def page(summary: dict, library: set[str]) -> str:
         lines += [
             f"## {name}",
             "",
-            f"{_cell(p['title'])} ({_cell(p['paper'])}). T = {summary['T']}, {summary['seeds']} seeds; the front is "
-            f"drawn with the {regret} regret.",
+            f"{_cell(p['title'])} ({_cell(cite(p['paper']))}). T = {summary['T']}, {summary['seeds']} seeds; "
+            f"the front is drawn with the {regret} regret.",
             "",
             *_table(columns, shown),
             "",

@@ -21,6 +21,7 @@ from typing import Any
 
 from ocokit.bench._board import Board
 from ocokit.metrics import mean_std
+from ocokit.papers import cite
 
 COLUMNS = (
     ("static_regret", "regret"),
@@ -58,7 +59,7 @@ def summarise(board: Board) -> dict[str, Any]:
         front = pareto_front(points)
         for k, v in rows.items():
             v["on_front"] = k in front
-        entry = {"name": suite.name, "title": suite.title, "paper": suite.paper, "front_regret": regret}
+        entry = {"name": suite.name, "title": suite.title, "paper": cite(suite.paper), "front_regret": regret}
         out["problems"].append(entry | {"learners": rows})
     out["not_played"] = [{"problem": r.problem, "learner": r.learner, "why": r.skipped} for r in board.results
                          if r.skipped]  # fmt: skip
