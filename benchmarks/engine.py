@@ -11,6 +11,8 @@ Targets (issue 14):
   blocks when the engine does, from ``T = ocokit.engine._rounds.BLOCK_FROM_T`` rounds): <= 1.2x. The other
   way of drawing (per round, or in blocks) is printed beside it.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
+* ``run`` with the comparators (best fixed point, per-round optimum) vs ``run`` without: <= 3x (issue 45; a
+  10-variable QP per round). ``--comparators-only`` times these two alone.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan (sessions are built before
   the timing, and a construction is timed on its own). ``Session`` is also put beside the floor of any path that
   makes one compiled call per round: a jitted ``x + 1`` called on a host array with its result fetched, which
@@ -70,15 +72,33 @@ def hand_scans(problem: TimeVaryingRegression, T: int, B: int = BLOCK_ROUNDS):
     return per_round, blocked
 
 
+def comparators_ratio(problem, learner, T: int, repeats: int) -> None:
+    """Prints ``run`` with the default comparators vs ``run`` without them (one process, interleaved)."""
+    ready = jax.block_until_ready
+    fns = {
+        "run": lambda: ready(ocokit.run(learner, problem, T, 0, comparators=False).loss),
+        "run, comparators": lambda: ready(ocokit.run(learner, problem, T, 0).loss),
+    }
+    t = {name: best.wall for name, best in best_of_each(fns, repeats).items()}
+    print(f"problem: TimeVaryingRegression(dim=10), learner: OGD, T = {T}, device: {jax.devices()[0].platform}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"run with comparators vs without:         {t['run, comparators'] / t['run']:6.2f}x  (target <= 3x)")
+    print(f"    with {1e6 * t['run, comparators'] / T:.2f} us/round, without {1e6 * t['run'] / T:.2f} us/round")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--T", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--session-rounds", type=int, default=2000)
+    parser.add_argument("--comparators-only", action="store_true", help="time run with and without comparators")
     args = parser.parse_args()
     T, n = args.T, args.runs
     problem, learner = TimeVaryingRegression(dim=10), OGD(eta=0.01, decay="inverse_sqrt")
+    if args.comparators_only:
+        comparators_ratio(problem, learner, T, args.repeats)
+        return
     env_key = ocokit.engine.split_key(jax.random.PRNGKey(0))[0]
     B = blocks(problem, None, env_key, T)[1]  # the engine's rounds per block (1: drawn round by round)
     per_round, blocked = hand_scans(problem, T, B if B > 1 else min(T, BLOCK_ROUNDS))
@@ -152,6 +172,7 @@ def main() -> None:
     print(
         f"{us(t[other])} drawn {other.removeprefix('hand, drawn ')}; run with comparators {us(t['run, comparators'])}"
     )
+    print(f"run with comparators vs without:         {t['run, comparators'] / t['run']:6.2f}x  (target <= 3x)")
     print(f"{n}-seed vmapped sweep vs one run:        {t['sweep'] / t['run']:6.2f}x  (target <= 3x)")
     print(
         f"    sweep {t['sweep'] * 1e3:.1f} ms, one run {t['run'] * 1e3:.1f} ms (no comparators); the floor, the hand ",
