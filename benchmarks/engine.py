@@ -22,6 +22,7 @@ Targets (issue 14):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 
 import jax
@@ -73,17 +74,58 @@ def hand_scans(problem: TimeVaryingRegression, T: int, B: int = BLOCK_ROUNDS):
 
 
 def comparators_ratio(problem, learner, T: int, repeats: int) -> None:
-    """Prints ``run`` with the default comparators vs ``run`` without them (one process, interleaved)."""
+    """Prints ``run`` with the default comparators vs ``run`` without them (one process, interleaved), and the floor
+    of an active-set per-round optimum: its iterations per block of rounds (the slowest round of a block sets
+    them, the block being vmapped) times one KKT solve per round, batched as the engine batches a block."""
     ready = jax.block_until_ready
     fns = {
         "run": lambda: ready(ocokit.run(learner, problem, T, 0, comparators=False).loss),
         "run, comparators": lambda: ready(ocokit.run(learner, problem, T, 0).loss),
     }
+    floor = importlib.util.find_spec("ocokit.problems._active_set") is not None
+    if floor:
+        kkt_solve, iterations = _active_set_floor(problem, T)
+        fns["KKT solve per round"] = lambda: ready(kkt_solve())
     t = {name: best.wall for name, best in best_of_each(fns, repeats).items()}
     print(f"problem: TimeVaryingRegression(dim=10), learner: OGD, T = {T}, device: {jax.devices()[0].platform}")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     print(f"run with comparators vs without:         {t['run, comparators'] / t['run']:6.2f}x  (target <= 3x)")
     print(f"    with {1e6 * t['run, comparators'] / T:.2f} us/round, without {1e6 * t['run'] / T:.2f} us/round")
+    if floor:
+        solve = t["KKT solve per round"] / (T // BLOCK_ROUNDS * BLOCK_ROUNDS)  # whole blocks only
+        bound = t["run"] / T + iterations * solve
+        print(
+            f"    floor of the active set: {iterations:.1f} iterations per block x {1e6 * solve:.2f} us (one batched "
+            f"KKT LU per round) + the run = {1e6 * bound:.2f} us/round, {bound * T / t['run']:.2f}x the run"
+        )
+
+
+def _active_set_floor(problem, T: int):
+    """``(kkt_solve, iterations)``: a function doing one (n + N) x (n + N) LU solve per round of the run, vmapped over
+    blocks of ``BLOCK_ROUNDS`` rounds in a scan as the engine does, and the mean over blocks of the most active-set
+    iterations a round of the block takes."""
+    from ocokit.problems._active_set import solve_box_affine_qp
+
+    env_key = ocokit.engine.split_key(jax.random.PRNGKey(0))[0]
+    ts = jnp.arange(1, T + 1, dtype=jnp.int32)
+    datas = jax.vmap(lambda t: problem.round_data(None, jax.random.fold_in(env_key, t), t))(ts)
+    B = BLOCK_ROUNDS
+    blocked = jax.tree.map(lambda a: a[: T // B * B].reshape(T // B, B, *a.shape[1:]), datas)
+    lo, hi = problem.domain.lower, problem.domain.upper
+
+    def iterations(d):
+        P, q = d["H"].T @ d["H"], -d["H"].T @ d["y"]
+        return solve_box_affine_qp(P, q, d["A"], d["b"], lo, hi, jnp.zeros_like(lo)).iterations
+
+    per_block = jax.jit(lambda b: jax.lax.map(lambda d: jnp.max(jax.vmap(iterations)(d)), b))(blocked)
+
+    def kkt(d):
+        n, m = d["A"].shape[1], d["A"].shape[0]
+        K = jnp.block([[d["H"].T @ d["H"] + 1e-9 * jnp.eye(n), d["A"].T], [d["A"], jnp.zeros((m, m))]])
+        return jnp.linalg.solve(K, jnp.concatenate([d["H"].T @ d["y"], d["b"]]))
+
+    solve = jax.jit(lambda b: jax.lax.map(jax.vmap(kkt), b))
+    return (lambda: solve(blocked)), float(jnp.mean(per_block.astype(float)))
 
 
 def main() -> None:

@@ -173,14 +173,23 @@ def solve_box_affine_qp(
         return _State(x, at_lower, at_upper, slots, used, s.k + 1, done)
 
     feasible = jnp.all((x0 >= lower) & (x0 <= upper)) & jnp.all(A @ x0 - b <= feas_tol)
+    at_lower, at_upper = x0 <= lower, (x0 >= upper) & (x0 > lower)
+    # At a vertex of the box (every coordinate at a bound, as from 0) the working set's equality QP is trivial:
+    # no step, the multipliers are the signed gradient. Release the most negative there without a solve.
+    g0 = P @ x0 + q
+    mult0 = jnp.where(width > 0, jnp.where(at_lower, g0, -g0), jnp.inf)
+    vertex = jnp.all(at_lower | at_upper)
+    j0 = jnp.argmin(mult0)
+    release0 = vertex & (mult0[j0] < -1e-10 * (1.0 + jnp.max(jnp.abs(g0))))
+    freed = release0 & (jnp.arange(n) == j0)
     start = _State(
         x=x0,
-        at_lower=x0 <= lower,
-        at_upper=(x0 >= upper) & (x0 > lower),
+        at_lower=at_lower & ~freed,
+        at_upper=at_upper & ~freed,
         slots=jnp.arange(k, dtype=jnp.int32),
         used=jnp.zeros((k,), bool),
         k=jnp.asarray(0, jnp.int32),
-        done=~feasible,
+        done=~feasible | (vertex & ~release0),
     )
     s = jax.lax.while_loop(lambda s: ~s.done & (s.k < max_iter), body, start)
     converged = s.done & feasible
