@@ -11,6 +11,8 @@ Targets (issue 14):
   blocks when the engine does, from ``T = ocokit.engine._rounds.BLOCK_FROM_T`` rounds): <= 1.2x. The other
   way of drawing (per round, or in blocks) is printed beside it.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
+* ``run`` with the comparators (best fixed point, per-round optimum) vs ``run`` without: <= 3x (issue 45; a
+  10-variable QP per round). ``--comparators-only`` times these two alone.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan (sessions are built before
   the timing, and a construction is timed on its own). ``Session`` is also put beside the floor of any path that
   makes one compiled call per round: a jitted ``x + 1`` called on a host array with its result fetched, which
@@ -20,6 +22,7 @@ Targets (issue 14):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 
 import jax
@@ -70,15 +73,78 @@ def hand_scans(problem: TimeVaryingRegression, T: int, B: int = BLOCK_ROUNDS):
     return per_round, blocked
 
 
+def comparators_ratio(problem, learner, T: int, repeats: int) -> None:
+    """Prints ``run`` with the default comparators vs ``run`` without them (one process, interleaved), and the floor
+    of an active-set per-round optimum: its iterations per block of rounds (the slowest round of a block sets
+    them, the block being vmapped) times one KKT solve per round, batched as the engine batches a block."""
+    ready = jax.block_until_ready
+    fns = {
+        "run": lambda: ready(ocokit.run(learner, problem, T, 0, comparators=False).loss),
+        "run, comparators": lambda: ready(ocokit.run(learner, problem, T, 0).loss),
+    }
+    floor = importlib.util.find_spec("ocokit.problems._active_set") is not None
+    if floor:
+        kkt_solve, iterations = _active_set_floor(problem, T)
+        fns["KKT solve per round"] = lambda: ready(kkt_solve())
+    best = best_of_each(fns, repeats)
+    t = {name: b.wall for name, b in best.items()}
+    print(f"problem: TimeVaryingRegression(dim=10), learner: OGD, T = {T}, device: {jax.devices()[0].platform}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"run with comparators vs without:         {t['run, comparators'] / t['run']:6.2f}x  (target <= 3x)")
+    print(
+        f"    with {1e6 * t['run, comparators'] / T:.2f} us/round, without {1e6 * t['run'] / T:.2f} us/round; "
+        f"in CPU time {best['run, comparators'].cpu / best['run'].cpu:.2f}x (steadier on a loaded machine)"
+    )
+    if floor:
+        solve = t["KKT solve per round"] / (T // BLOCK_ROUNDS * BLOCK_ROUNDS)  # whole blocks only
+        bound = t["run"] / T + iterations * solve
+        print(
+            f"    floor of the active set: {iterations:.1f} iterations per block x {1e6 * solve:.2f} us (one batched "
+            f"KKT LU per round) + the run = {1e6 * bound:.2f} us/round, {bound * T / t['run']:.2f}x the run"
+        )
+
+
+def _active_set_floor(problem, T: int):
+    """``(kkt_solve, iterations)``: a function doing one (n + N) x (n + N) LU solve per round of the run, vmapped over
+    blocks of ``BLOCK_ROUNDS`` rounds in a scan as the engine does, and the mean over blocks of the most active-set
+    iterations a round of the block takes."""
+    from ocokit.problems._active_set import solve_box_affine_qp
+
+    env_key = ocokit.engine.split_key(jax.random.PRNGKey(0))[0]
+    ts = jnp.arange(1, T + 1, dtype=jnp.int32)
+    datas = jax.vmap(lambda t: problem.round_data(None, jax.random.fold_in(env_key, t), t))(ts)
+    B = BLOCK_ROUNDS
+    blocked = jax.tree.map(lambda a: a[: T // B * B].reshape(T // B, B, *a.shape[1:]), datas)
+    lo, hi = problem.domain.lower, problem.domain.upper
+
+    def iterations(d):
+        P, q = d["H"].T @ d["H"], -d["H"].T @ d["y"]
+        return solve_box_affine_qp(P, q, d["A"], d["b"], lo, hi, jnp.zeros_like(lo)).iterations
+
+    per_block = jax.jit(lambda b: jax.lax.map(lambda d: jnp.max(jax.vmap(iterations)(d)), b))(blocked)
+
+    def kkt(d):
+        n, m = d["A"].shape[1], d["A"].shape[0]
+        K = jnp.block([[d["H"].T @ d["H"] + 1e-9 * jnp.eye(n), d["A"].T], [d["A"], jnp.zeros((m, m))]])
+        return jnp.linalg.solve(K, jnp.concatenate([d["H"].T @ d["y"], d["b"]]))
+
+    solve = jax.jit(lambda b: jax.lax.map(jax.vmap(kkt), b))
+    return (lambda: solve(blocked)), float(jnp.mean(per_block.astype(float)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--T", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--session-rounds", type=int, default=2000)
+    parser.add_argument("--comparators-only", action="store_true", help="time run with and without comparators")
     args = parser.parse_args()
     T, n = args.T, args.runs
     problem, learner = TimeVaryingRegression(dim=10), OGD(eta=0.01, decay="inverse_sqrt")
+    if args.comparators_only:
+        comparators_ratio(problem, learner, T, args.repeats)
+        return
     env_key = ocokit.engine.split_key(jax.random.PRNGKey(0))[0]
     B = blocks(problem, None, env_key, T)[1]  # the engine's rounds per block (1: drawn round by round)
     per_round, blocked = hand_scans(problem, T, B if B > 1 else min(T, BLOCK_ROUNDS))
@@ -152,6 +218,7 @@ def main() -> None:
     print(
         f"{us(t[other])} drawn {other.removeprefix('hand, drawn ')}; run with comparators {us(t['run, comparators'])}"
     )
+    print(f"run with comparators vs without:         {t['run, comparators'] / t['run']:6.2f}x  (target <= 3x)")
     print(f"{n}-seed vmapped sweep vs one run:        {t['sweep'] / t['run']:6.2f}x  (target <= 3x)")
     print(
         f"    sweep {t['sweep'] * 1e3:.1f} ms, one run {t['run'] * 1e3:.1f} ms (no comparators); the floor, the hand ",

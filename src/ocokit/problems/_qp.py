@@ -1,8 +1,8 @@
 """Online quadratic and linear programming with fixed linear constraints (paper 003, Section 6.2, Figs. 2-3).
 
-Also home of `solve_qp`, the small dense convex-QP solver (primal-dual interior point) that the
-paper-003 problems use for their comparators (per-round constrained optimum, best fixed point), inside
-the compiled run, and `polygon_qp`, the exact planar version used by the QP and LP.
+Also home of `solve_qp`, the small dense convex-QP solver (primal-dual interior point) kept for what no
+structure covers (the fallback of the active-set comparators, `solve_box_affine_qp`), and `polygon_qp`, the
+exact planar solver of the QP and LP's comparators.
 
 Reference: J. Wang, B. Yan and Y. Liu, "Doubly-Bounded Queue for Constrained Online Learning: Keeping Pace with
 Dynamics of Both Loss and Constraint", AAAI 2025 (paper 003), Section 6.2 and Appendix L.
@@ -142,13 +142,6 @@ def _box_rows(lower: Array, upper: Array) -> tuple[Array, Array]:
     """``G, h`` of the box ``lower <= x <= upper``."""
     eye = jnp.eye(lower.shape[0], dtype=jnp.result_type(lower, float))
     return jnp.concatenate([eye, -eye]), jnp.concatenate([upper, -lower])
-
-
-def solve_box_qp(P, q, A, b, lower, upper, **kwargs) -> Array:
-    """``argmin 1/2 x'Px + q'x`` s.t. ``A x <= b`` and ``lower <= x <= upper`` (`solve_qp`)."""
-    Gb, hb = _box_rows(lower, upper)
-    x, _ = solve_qp(P, q, jnp.concatenate([A, Gb]), jnp.concatenate([b, hb]), **kwargs)
-    return jnp.clip(x, lower, upper)
 
 
 def polygon_qp(p: Array, q: Float[Array, " 2"], G: Float[Array, "m 2"], h: Float[Array, " m"]) -> Array:

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from ocokit import _checks
+from ocokit.problems._active_set import solve_box_affine_qp
 from ocokit.problems._base import AbstractProblem, ProblemConstants, all_rounds
-from ocokit.problems._qp import solve_box_qp
 from ocokit.sets import Box
 
 
@@ -30,9 +30,10 @@ class TimeVaryingRegression(AbstractProblem):
     feasible, so the constraints bind. Defaults are the paper's: dim = 10, rows = 4, N = 2, upper = 5.
 
     Comparators: ``round_optimum`` solves ``min 1/2 ||H_t x - y_t||^2`` s.t. ``A_t x <= b_t``, ``x in K``
-    inside the compiled scan (a ``dim``-variable QP, `solve_qp`); ``best_fixed``
+    inside the compiled scan (a ``dim``-variable QP over a box with N rows); ``best_fixed``
     solves the aggregated QP ``min 1/2 x'(sum_t H_t'H_t)x - (sum_t H_t'y_t)'x`` subject to all ``T N``
-    constraints ``A_t x <= b_t`` and the box, once per run (also by `solve_qp`).
+    constraints ``A_t x <= b_t`` and the box, once per run. Both by the primal active-set method
+    `solve_box_affine_qp`, from ``x = 0`` (feasible: ``A_t >= 0``, ``b_t >= 0``).
     Since ``H_t'H_t`` has rank ``rows < dim``, the per-round minimiser may not be unique; its value is.
 
     Args:
@@ -86,9 +87,13 @@ class TimeVaryingRegression(AbstractProblem):
         """``(A_t, b_t)`` with ``g_t(x) = A_t x - b_t``."""
         return data["A"], data["b"]
 
+    def _solve(self, P, q, A, b):
+        lower, upper = self.domain.lower, self.domain.upper
+        return solve_box_affine_qp(P, q, A, b, lower, upper, jnp.zeros_like(lower)).x
+
     def round_optimum(self, data):
         H, y = data["H"], data["y"]
-        return solve_box_qp(H.T @ H, -H.T @ y, data["A"], data["b"], self.domain.lower, self.domain.upper)
+        return self._solve(H.T @ H, -H.T @ y, data["A"], data["b"])
 
     def best_fixed(self, episode, env_key, T):
         data = all_rounds(self, episode, env_key, T)
@@ -96,7 +101,7 @@ class TimeVaryingRegression(AbstractProblem):
         q = -jnp.einsum("tri,tr->i", data["H"], data["y"]) / T
         A = data["A"].reshape(T * self.n_constraints, self.dim)
         b = data["b"].reshape(T * self.n_constraints)
-        return solve_box_qp(P, q, A, b, self.domain.lower, self.domain.upper)
+        return self._solve(P, q, A, b)
 
     def constants(self) -> ProblemConstants:
         d, u = self.dim, self.upper
