@@ -212,7 +212,7 @@ class NuclearNormBall(AbstractSet):
         # The squared row norms of G (one reduction, read with the products; scaled after, so XLA keeps it a
         # reduction): sigma_1(G_hat)^2 >= the largest, and their sum is tr(A_hat) = ||G_hat||_F^2, which bounds
         # every eigenvalue below the top one. 1e-3 of slack for rounding, and the squares that underflowed.
-        rows = jnp.sum(G * G, axis=1)
+        rows = jnp.square(jnp.linalg.norm(G, axis=1))  # one read of G (XLA writes jnp.sum(G * G, 1)'s G * G out)
         zero = jnp.max(rows) == 0
         lower_bound = (1 - 1e-3) / (1 + tol) * jnp.max(rows) * inv_scale * inv_scale
         lost = self.m * self.n * jnp.finfo(dtype).tiny
