@@ -16,7 +16,14 @@ appear only beside them. Targets (issue 4):
    :data:`PASS_BUFFERS` matrices. The pass on a matrix already in cache is printed beside it;
 4. against the main before the fast matrix rounds (``OLD``: its ``NuclearNormBall`` loaded from git into this
    process, and its threefry draw of ``P_t``, pinned below): OFW-TVC's round, the draw of ``P_t`` and the warm LMO call,
-   old time / new time.
+   old time / new time;
+5. the warm LMO against its floor, a warm NumPy power iteration on ``G^T G`` stopped by the LMO's own rule
+   (``||A v - theta v|| <= tol theta``, tol = 1e-6; written below, :func:`numpy_power`), both timed in this process
+   on two sequences of 943 x 1682 directions: (1)'s and the directions OFW-TVC's LMO meets on MovieLens (recorded
+   from a run). Printed: time per call, LMO time / NumPy time (issue 45: <= 1.5), matrix products and measured
+   elementwise passes per call, and the largest relative error of each against a full SVD. The NumPy iteration
+   stopped instead at a relative change of sigma below tol (the issue's reference, sigma carried from call to call)
+   is printed beside it with its own error.
 
 Every program is compiled with XLA's defaults (the library sets no XLA options).
 
@@ -45,7 +52,7 @@ from _git import module_at  # noqa: E402
 from _timing import best_of, best_of_each  # noqa: E402
 from ocokit.algorithms import OFWTVC, OGD, ProblemInfo  # noqa: E402
 from ocokit.problems import OnlineMatrixCompletion, synthetic_low_rank_ratings  # noqa: E402
-from ocokit.sets import NuclearNormBall  # noqa: E402
+from ocokit.sets import AbstractSet, NuclearNormBall  # noqa: E402
 
 M, N = 943, 1682
 PASS_BUFFERS = 8
@@ -111,26 +118,34 @@ def gradient_sequence(steps: int, seed: int = 0) -> np.ndarray:
     return np.stack(out)
 
 
+def warm_run_of(K, value: bool, v0=None):
+    """A jitted scan of warm LMO calls over a stack of directions: ``(<G, V>, steps)`` per call when ``value``,
+    else ``(V_00 + V_mn, steps)``, which reads no more of V than two entries (the timed form: no pass of its own).
+
+    The first call starts cold, or from the unit vector ``v0``."""
+    init = K.lmo_init() if v0 is None else eqx.tree_at(lambda s: s.v, K.lmo_init(), jnp.asarray(v0))
+
+    @jax.jit
+    def warm_run(Gs):
+        def body(state, G):
+            V, state = K.warm_lmo(G, state)
+            out = jnp.vdot(G, V) if value else V[0, 0] + V[-1, -1]
+            return state, (out, K.lmo_calls(state))
+
+        _, out = jax.lax.scan(body, init, Gs)
+        return out
+
+    return warm_run
+
+
 def lmo_vs_svd(steps: int, repeats: int, old: types.ModuleType | None) -> None:
     Gs = jnp.asarray(gradient_sequence(steps + 1))
-
-    def warm_run_of(K):
-        @jax.jit
-        def warm_run(Gs):
-            def body(state, G):
-                V, state = K.warm_lmo(G, state)
-                return state, (jnp.vdot(G, V), K.lmo_calls(state))
-
-            _, out = jax.lax.scan(body, K.lmo_init(), Gs)
-            return out
-
-        return warm_run
-
-    warm_run = warm_run_of(NuclearNormBall((M, N), radius=1e4))
-    values, iters = warm_run(Gs)
+    K = NuclearNormBall((M, N), radius=1e4)
+    values, iters = warm_run_of(K, value=True)(Gs)
+    warm_run = warm_run_of(K, value=False)
     fns = {"new": lambda: jax.block_until_ready(warm_run(Gs))}
     if old is not None:
-        old_run = warm_run_of(old.NuclearNormBall((M, N), radius=1e4))
+        old_run = warm_run_of(old.NuclearNormBall((M, N), radius=1e4), value=False)
         fns["old"] = lambda: jax.block_until_ready(old_run(Gs))
     t = {name: best.wall for name, best in best_of_each(fns, repeats).items()}
     warm = t["new"] / (steps + 1)
@@ -227,19 +242,190 @@ def draw_only(problem, T: int):
     return lambda: draw_all(key).block_until_ready()
 
 
+TOL = 1e-6
+"""The LMO's default tolerance, asked of the LMO and of its NumPy floor in (5)."""
+
+
+def numpy_power(Gs: np.ndarray, v: np.ndarray, tol: float = TOL) -> tuple[list[float], list[int]]:
+    """A warm power iteration on ``A = G^T G`` per direction, stopped by the LMO's residual rule (the floor of (5)).
+
+    Each iteration is two passes, ``y = G v`` and ``w = y^T G = A v``; with ``theta = ||y||^2`` it stops once
+    ``||w - theta v|| <= tol theta`` (so ``theta`` is within a relative tol of ``sigma_1^2``), else ``v = w / ||w||``.
+    The next direction starts from the last v. Returns ``||G v||`` (``-<G, V> / radius``) and the iterations.
+    """
+    sigmas, iters = [], []
+    for G in Gs:
+        count = 0
+        while True:
+            y = G @ v
+            theta = y @ y
+            w = y @ G
+            count += 1
+            if np.linalg.norm(w - theta * v) <= tol * theta or count >= 10_000:
+                break
+            v = w / np.linalg.norm(w)
+        sigmas.append(float(np.sqrt(theta)))
+        iters.append(count)
+    return sigmas, iters
+
+
+def numpy_power_change(Gs: np.ndarray, v: np.ndarray, tol: float = TOL) -> tuple[list[float], list[int]]:
+    """The issue's reference: a warm power iteration stopped once ``sigma = ||G v||`` changes by at most tol
+    (relative) from the last estimate, which is carried from call to call; no accuracy is checked.
+
+    Returns ``sigma`` and the passes over G per call (``G v`` each iteration, ``y^T G`` unless it stops).
+    """
+    sigmas, passes, sigma_prev = [], [], float(np.linalg.norm(Gs[0] @ v))
+    for G in Gs:
+        count = 0
+        while True:
+            y = G @ v
+            sigma = float(np.linalg.norm(y))
+            count += 1
+            if abs(sigma - sigma_prev) <= tol * sigma or count > 20_000:
+                break
+            w = y @ G
+            count += 1
+            v, sigma_prev = w / np.linalg.norm(w), sigma
+        sigma_prev = sigma
+        sigmas.append(sigma)
+        passes.append(count)
+    return sigmas, passes
+
+
+class Recorded(AbstractSet):
+    """A set that plays ``inner`` and keeps the last LMO direction in its LMO state (to replay what a learner asked)."""
+
+    inner: NuclearNormBall
+
+    @property
+    def shape(self):
+        return self.inner.shape
+
+    def lmo(self, direction):
+        return self.inner.lmo(direction)
+
+    def lmo_init(self):
+        return self.inner.lmo_init(), jnp.zeros(self.shape)
+
+    def warm_lmo(self, direction, state):
+        vertex, inner = self.inner.warm_lmo(direction, state[0])
+        return vertex, (inner, direction)
+
+    def lmo_calls(self, state):
+        return self.inner.lmo_calls(state[0])
+
+    def project(self, x):
+        return self.inner.project(x)
+
+    def contains(self, x, atol=1e-8):
+        return self.inner.contains(x, atol)
+
+    @property
+    def diameter(self):
+        return self.inner.diameter
+
+    @property
+    def inner_radius(self):
+        return self.inner.inner_radius
+
+    def center(self):
+        return self.inner.center()
+
+    def scaled(self, s):
+        return Recorded(self.inner.scaled(s))
+
+
+def ofw_tvc_directions(data: str | None, T: int) -> tuple[np.ndarray, str]:
+    """The T directions OFW-TVC's LMO is asked on ``OnlineMatrixCompletion`` (radius 1e4, the problem's default
+    sampling), recorded by playing the learner round by round on the problem's data."""
+    rat, source = ratings(data)
+    problem = OnlineMatrixCompletion(rat, radius=1e4)
+    problem = eqx.tree_at(lambda p: p.domain, problem, Recorded(problem.domain))
+    learner = OFWTVC.from_theory(ProblemInfo.of(problem, T))
+    key = jax.random.PRNGKey(0)
+    state = learner.init(ProblemInfo.of(problem, T), key)
+    episode = problem.episode(key, T)
+
+    @jax.jit
+    def round_(state, t):
+        x = learner.decide(state)
+        feedback = ocokit.feedback.FullInformation(problem, problem.round_data(episode, jax.random.fold_in(key, t), t))
+        state = learner.update(state, x, feedback)
+        return state, state.player.lmo_state[1]
+
+    out = []
+    for t in range(1, T + 1):
+        state, direction = round_(state, t)
+        out.append(np.asarray(direction))
+    return np.stack(out), f"OFW-TVC on {source}"
+
+
+def lmo_vs_power(data: str | None, steps: int, repeats: int) -> None:
+    """(5): the warm LMO against a warm NumPy power iteration at the same tolerance, on two direction sequences."""
+    Xs = [jnp.asarray(np.random.default_rng(i).standard_normal((M, N))) for i in range(PASS_BUFFERS)]
+    axpb = jax.jit(lambda X, a, b: X * a + b)
+    turn = iter(range(10**9))
+    one_pass = lambda: axpb(Xs[next(turn) % PASS_BUFFERS], 1.0001, 0.5).block_until_ready()  # noqa: E731
+    recorded, source = ofw_tvc_directions(data, steps + 1)
+    sequences = {"(1)'s slowly varying directions": gradient_sequence(steps + 1), f"{source}": recorded}
+    K = NuclearNormBall((M, N), radius=1e4, tol=TOL)
+    print(f"(5) warm LMO vs a warm NumPy power iteration (its floor) at tol = {TOL:g}; {steps} calls, each from")
+    print("    the last call's vector, the first from the top right singular vector of the sequence's first direction")
+    for name, sequence in sequences.items():
+        v0 = np.linalg.svd(sequence[0], full_matrices=False)[2][0]
+        Gn = sequence[1:]
+        Gs = jnp.asarray(Gn)
+        values, iters = (np.asarray(a) for a in warm_run_of(K, value=True, v0=v0)(Gs))
+        warm_run = warm_run_of(K, value=False, v0=v0)
+        fns = {
+            "lmo": lambda warm_run=warm_run, Gs=Gs: jax.block_until_ready(warm_run(Gs)),
+            "numpy": lambda Gn=Gn, v0=v0: numpy_power(Gn, v0),
+            "pass": one_pass,
+        }
+        t = {key: best.wall for key, best in best_of_each(fns, repeats, inner={"pass": 20}).items()}
+        sigmas, np_iters = numpy_power(Gn, v0)
+        change_sigmas, change_passes = numpy_power_change(Gn, v0)
+        exact = np.array([np.linalg.svd(G, compute_uv=False)[0] for G in Gn])
+        lmo_call, np_call = t["lmo"] / steps, t["numpy"] / steps
+        err = np.max(np.abs(-values / 1e4 - exact) / exact)
+        np_err = np.max(np.abs(np.array(sigmas) - exact) / exact)
+        change_err = np.max(np.abs(np.array(change_sigmas) - exact) / exact)
+        print(f"    on {name}:")
+        print(
+            f"      warm LMO / NumPy power iteration per call: {lmo_call / np_call:.2f}x  (target <= 1.5)   "
+            f"[LMO {fmt(lmo_call)}, NumPy {fmt(np_call)}; pass {fmt(t['pass'])}]"
+        )
+        print(
+            f"      LMO: {2 * iters.mean():.1f} products with G per call ({iters.mean():.2f} steps), "
+            f"{lmo_call / t['pass']:.1f} elementwise passes; max rel. error {err:.1e}"
+        )
+        print(
+            f"      NumPy: {2 * np.mean(np_iters):.1f} products per call ({np.mean(np_iters):.2f} iterations), "
+            f"{np_call / t['pass']:.1f} passes; max rel. error {np_err:.1e}"
+        )
+        print(
+            f"      NumPy stopped at a {TOL:g} change of sigma instead: {np.mean(change_passes):.1f} products per "
+            f"call, max rel. error {change_err:.1e}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lmo-steps", type=int, default=40, help="warm LMO calls timed in one scan")
     parser.add_argument("--T", type=int, default=40, help="rounds of OFW-TVC per timed run (and 2T: steady state)")
     parser.add_argument("--T-ogd", type=int, default=3, help="rounds of OGD per timed run (one SVD each)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only-lmo", action="store_true", help="run (5) only")
     parser.add_argument("--data", default=None, help="folder holding ml-100k/u.data")
     args = parser.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, float64")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     old = old_nuclear()
-    lmo_vs_svd(args.lmo_steps, args.repeats, old)
-    ofw_tvc_vs_ogd_and_floor(args.data, args.T, args.T_ogd, args.repeats, old)
+    if not args.only_lmo:
+        lmo_vs_svd(args.lmo_steps, args.repeats, old)
+        ofw_tvc_vs_ogd_and_floor(args.data, args.T, args.T_ogd, args.repeats, old)
+    lmo_vs_power(args.data, args.lmo_steps, args.repeats)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ocokit.sets import NuclearNormBall
 
@@ -82,6 +84,79 @@ def test_warm_start_orthogonal_to_the_gradient_restarts_cold():
     expected[2, 3] = 2.0  # -r u v^T with G = -1.5 e_2 e_3^T
     np.testing.assert_allclose(V, expected, atol=1e-12)
     assert int(K.lmo_calls(state)) >= 2  # the failed warm attempt plus the cold restart
+
+
+def _state(K, v):
+    return eqx.tree_at(lambda s: s.v, K.lmo_init(), jnp.asarray(v, float))
+
+
+def test_warm_start_on_a_smaller_entry_of_a_sparse_gradient_restarts_cold():
+    """e_0 is an exact right singular vector of G (residual 0), but of the smaller value: the row norms catch it."""
+    K = NuclearNormBall((6, 4), radius=2.0)
+    G = jnp.zeros((6, 4)).at[0, 0].set(0.5).at[2, 3].set(-1.5)
+    V, state = _warm(K, G, _state(K, np.eye(4)[0]))
+    expected = np.zeros((6, 4))
+    expected[2, 3] = 2.0
+    np.testing.assert_allclose(V, expected, atol=1e-12)
+    assert int(K.lmo_calls(state)) >= 2
+
+
+def test_a_warm_start_within_the_tolerance_costs_one_step():
+    """The power step from a converged warm vector is the whole call (two products with G, no Lanczos)."""
+    K = NuclearNormBall((30, 20), radius=1.0)
+    G = _low_rank_plus_noise(np.random.default_rng(4), 30, 20)
+    _, s, Vt = np.linalg.svd(G)
+    V, state = _warm(K, jnp.asarray(G), _state(K, Vt[0]))
+    assert int(K.lmo_calls(state)) == 1
+    assert np.vdot(G, V) == pytest.approx(-s[0], rel=1e-12)
+
+
+def test_a_dominant_direction_stops_on_the_kato_temple_bound_within_the_tolerance():
+    """G = 10 u v^T + a small remainder: tr(G^T G) < 2 sigma_1^2, so a warm vector whose residual is far above tol
+    already gives <G, V> within tol (error <= residual^2 / (2 theta - tr)), certified, in one step."""
+    rng = np.random.default_rng(6)
+    u, v = (x / np.linalg.norm(x) for x in (rng.standard_normal(30), rng.standard_normal(20)))
+    G = 10 * np.outer(u, v) + 0.05 * rng.standard_normal((30, 20))
+    _, s, Vt = np.linalg.svd(G)
+    for tol, off in ((1e-4, 1e-3), (1e-6, 1e-5)):
+        warm = Vt[0] + off * rng.standard_normal(20)
+        warm = warm / np.linalg.norm(warm)
+        y = G @ warm
+        assert np.linalg.norm(y @ G - (y @ y) * warm) > 10 * tol * (y @ y)  # the residual rule alone would go on
+        K = NuclearNormBall((30, 20), radius=1.0, tol=tol)
+        V, state = _warm(K, jnp.asarray(G), _state(K, warm))
+        assert int(K.lmo_calls(state)) == 1
+        assert -s[0] * (1 + 1e-12) <= np.vdot(G, V) <= -s[0] * (1 - tol)
+
+
+def test_a_non_finite_entry_where_the_warm_vector_is_zero_gives_a_nan_vertex():
+    K = NuclearNormBall((5, 4), radius=1.0)
+    G = jnp.asarray(np.random.default_rng(7).standard_normal((5, 4))).at[1, 2].set(jnp.inf)
+    V, _ = _warm(K, G, _state(K, np.eye(4)[0]))  # the warm vector is zero on column 2
+    assert np.isnan(V).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    tol=st.sampled_from([1e-2, 1e-4, 1e-6, 1e-9]),
+    rank=st.integers(1, 6),
+    noise=st.sampled_from([0.0, 0.01, 0.3, 1.0]),
+    drift=st.sampled_from([0.0, 1e-4, 1e-2, 1.0]),
+)
+def test_warm_lmo_is_within_its_tolerance_of_the_svd(seed, tol, rank, noise, drift):
+    """<G, V> lies in [-r sigma_1, -r sigma_1 (1 - tol)] against numpy's SVD, whatever the warm start left: G low
+    rank plus noise, the warm vector the top vector of a previous direction (G drifted by ``drift``)."""
+    rng = np.random.default_rng(seed)
+    shape = (12, 9)
+    K = NuclearNormBall(shape, radius=1.5, tol=tol)
+    G = _low_rank_plus_noise(rng, *shape, rank=rank, noise=noise)
+    previous = G + drift * rng.standard_normal(shape)
+    warm = np.linalg.svd(previous)[2][0]
+    V, _ = _warm(K, jnp.asarray(G), _state(K, warm))
+    s1 = np.linalg.svd(G, compute_uv=False)[0]
+    assert -1.5 * s1 * (1 + 1e-12) <= np.vdot(G, V) <= -1.5 * s1 * (1 - tol)
+    assert np.linalg.svd(np.asarray(V), compute_uv=False).sum() == pytest.approx(1.5, rel=1e-12)
 
 
 def test_tolerance_semantics_and_iteration_cap():

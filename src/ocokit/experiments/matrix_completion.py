@@ -82,7 +82,7 @@ OPTIONS = (
     Option("constants", str, "data", "problem constants: measured on the data or worst case", choices=CONSTANT_RULES),
     Option("batch_size", int, 1, "entries per round (sampling=minibatch)", low=1),
     Option("radius", float, 1e4, "nuclear-norm radius", low=0, above=True),
-    Option("lmo_tol", float, 1e-2, "relative tolerance of the warm-started Lanczos LMO", low=0, above=True),
+    Option("lmo_tol", float, 1e-6, "relative accuracy of the nuclear-norm LMO's <G, V>", low=0, above=True),
 )
 
 
