@@ -132,7 +132,7 @@ def test_non_finite_round_is_named_in_any_block_and_padding_rounds_never_count(m
     box = ocokit.sets.Box(-1.0, 1.0, dim=2)
     with pytest.raises(NonFiniteError, match="non-finite loss at round 8"):
         ocokit.run(OGD(eta=0.1), NaNAt(box, bad=8), 10)
-    with pytest.raises(NonFiniteError, match=r"round 8 \(run 1 of the batch\)"):
+    with pytest.raises(NonFiniteError, match=r"round 8 \(run 0 of the batch\)"):
         ocokit.sweep(OGD(eta=0.1), NaNAt(box, bad=8), 10, 2)
     traj = ocokit.run(OGD(eta=0.1), NaNAt(box, bad=11), 10)  # rounds 11 and 12 are drawn, played, dropped
     assert traj.loss.shape == (10,) and int(traj.first_bad_round) == -1 and np.all(np.isfinite(traj.loss))
