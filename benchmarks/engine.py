@@ -8,7 +8,7 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
 Targets (issue 14):
 
 * ``ocokit.run`` vs a hand-written ``lax.scan`` of the same OGD math on the same random numbers (drawn in
-  blocks when the engine does, from ``T = ocokit.engine._rounds.BLOCK_FROM_T`` rounds): <= 1.2x. The other
+  blocks as the engine does, ``ocokit.engine._rounds.block_size`` rounds at a time): <= 1.2x. The other
   way of drawing (per round, or in blocks) is printed beside it.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
 * ``Session`` per round vs the scan: <= 5x; ``observe_many`` within 1.5x of the scan (sessions are built before
@@ -38,11 +38,11 @@ jax.config.update("jax_enable_x64", True)
 import ocokit  # noqa: E402
 from _timing import best_of, best_of_each  # noqa: E402
 from ocokit.algorithms import OGD  # noqa: E402
-from ocokit.engine._rounds import BLOCK_ROUNDS, blocks  # noqa: E402
+from ocokit.engine._rounds import block_size  # noqa: E402
 from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
 
-def hand_scans(problem: TimeVaryingRegression, T: int, B: int = BLOCK_ROUNDS):
+def hand_scans(problem: TimeVaryingRegression, T: int, B: int):
     """The floor: OGD on the problem in a hand-written ``lax.scan``, recording loss and constraints.
 
     ``per_round`` draws round t inside the scan body (``round_data(None, fold_in(env_key, t), t)``);
@@ -138,8 +138,9 @@ def main() -> None:
     T, n = args.T, args.runs
     problem, learner = TimeVaryingRegression(dim=10), OGD(eta=0.01, decay="inverse_sqrt")
     env_key = ocokit.engine.split_key(jax.random.PRNGKey(0))[0]
-    B = blocks(problem, None, env_key, T)[1]  # the engine's rounds per block (1: drawn round by round)
-    per_round, blocked = hand_scans(problem, T, B if B > 1 else min(T, BLOCK_ROUNDS))
+    data = jax.eval_shape(problem.round_data, None, env_key, jnp.asarray(1, jnp.int32))
+    B = block_size(sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(data)))  # the engine's rounds per block
+    per_round, blocked = hand_scans(problem, T, B)
     ours = ocokit.run(learner, problem, T, 0, comparators=False)
     np.testing.assert_allclose(blocked(env_key)[0], ours.loss, rtol=1e-10)  # the same math, the same numbers
     np.testing.assert_allclose(per_round(env_key)[0], ours.loss, rtol=1e-10)

@@ -70,13 +70,13 @@ def comparators(
     T = _checks.horizon(T)
     _checks.positive_int("chunk_size", chunk_size)
     S = _checks.count_keys(keys)
-    _checks.runs_fit("comparators", problem, T, S, min(chunk_size, S), False, True)
+    data_bytes = _checks.runs_fit("comparators", problem, T, S, min(chunk_size, S), False, True)
     from ocokit.engine._game import _drive  # the game without a learner (its module calls comparator_losses)
 
     opts = options(compiler_options)
 
     def chunk_of(chunk):
-        return _drive(None, problem, T, chunk, opts, False, True, "seeds")[1]
+        return _drive(None, problem, T, chunk, opts, False, True, "seeds", data_bytes)[1]
 
     env = in_chunks(chunk_of, _checks.keys(keys), min(chunk_size, S))
     return {k: jax.device_put(v) for k, v in env.items()}

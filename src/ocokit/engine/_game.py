@@ -209,9 +209,10 @@ def horizon_call(fn: Callable[[int | Array], Any], T: int) -> Any:
         return fn(T)
 
 
-def _drive(learner, problem, T, keys, opts, record_decisions, comparators, batch):
+def _drive(learner, problem, T, keys, opts, record_decisions, comparators, batch, data_bytes):
     """The trajectory of the runs of ``keys`` (one key with ``batch=None``; else a chunk, ``"seeds"`` or
-    ``"grid"``), on the host: the start, the best fixed point, then the compiled blocks call after call."""
+    ``"grid"``), on the host: the start, the best fixed point, then the compiled blocks call after call
+    (``data_bytes``: one round's data, from `runs_fit`, for the block size)."""
     many, grid = batch is not None, batch == "grid"
     start = program(_begin_many if many else _begin, opts)
     extra = (grid,) if many else ()
@@ -219,8 +220,7 @@ def _drive(learner, problem, T, keys, opts, record_decisions, comparators, batch
     x_star = None
     if comparators and eqx.filter_eval_shape(_hindsight, problem, T, keys[0] if many else keys) is not None:
         x_star = program(_hindsight_many if many else _hindsight, opts)(problem, T, keys)
-    env_key, episode = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:] if many else a.shape, a.dtype), game)
-    B = block_size(problem, episode, env_key)
+    B = block_size(data_bytes)
     runs = (keys.shape[0] if many else 1) * (_grid_size(learner) if grid else 1)
     count = blocks_per_call(B, runs * _round_bytes(problem, record_decisions))
     blocks = program(_blocks_many if many else _blocks, opts)
@@ -318,8 +318,9 @@ def run(
     T = _checks.horizon(T)
     check_compatible(learner, problem)
     key = _checks.key(key)
-    _checks.runs_fit("run", problem, T, 1, 1, record_decisions, comparators)
-    traj = _trajectory(*_drive(learner, problem, T, key, options(compiler_options), record_decisions, comparators, None))
+    data_bytes = _checks.runs_fit("run", problem, T, 1, 1, record_decisions, comparators)
+    opts = options(compiler_options)
+    traj = _trajectory(*_drive(learner, problem, T, key, opts, record_decisions, comparators, None, data_bytes))
     if throw:
         raise_if_bad(traj)
     return traj
@@ -391,11 +392,11 @@ def sweep(
             raise ValueError("batched_learner=True needs learner leaves with one shared leading axis (see stack)")
         per_chunk = max(1, chunk_size // B)
     size = min(per_chunk, S)
-    _checks.runs_fit("sweep", problem, T, S * B, size * B, record_decisions, comparators)
+    data_bytes = _checks.runs_fit("sweep", problem, T, S * B, size * B, record_decisions, comparators)
     opts, batch = options(compiler_options), "grid" if batched_learner else "seeds"
 
     def chunk_of(chunk):
-        return _drive(learner, problem, T, chunk, opts, record_decisions, comparators, batch)
+        return _drive(learner, problem, T, chunk, opts, record_decisions, comparators, batch, data_bytes)
 
     out, env = in_chunks(chunk_of, _checks.keys(keys), size)
     if batched_learner:  # (S, B, ...) -> (B, S, ...)

@@ -13,7 +13,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 
-from ocokit._checks import _nbytes
 from ocokit.problems._base import AbstractProblem, rounds_at
 
 BLOCK_ROUNDS = 256
@@ -53,11 +52,11 @@ def initial_history(problem: AbstractProblem, x0: Array, h: int) -> Array | None
     return jnp.concatenate([past[:1], past], axis=0)
 
 
-def block_size(problem: AbstractProblem, episode, env_key: PRNGKeyArray) -> int:
-    """The rounds B of a block: at most `BLOCK_ROUNDS` rounds and `BLOCK_BYTES` bytes of round data (from shapes
-    only, ``jax.eval_shape``); never T, so every horizon plays the same compiled blocks."""
-    shapes = jax.eval_shape(problem.round_data, episode, env_key, jnp.asarray(1, jnp.int32))
-    return min(BLOCK_ROUNDS, max(1, BLOCK_BYTES // max(1, _nbytes(shapes))))
+def block_size(data_bytes: int) -> int:
+    """The rounds B of a block, from the bytes of one round's data (``jax.eval_shape``; 0 if unknown): at most
+    `BLOCK_ROUNDS` rounds and `BLOCK_BYTES` bytes of round data. Never from T, so every horizon plays the same
+    compiled blocks."""
+    return min(BLOCK_ROUNDS, max(1, BLOCK_BYTES // max(1, data_bytes)))
 
 
 def blocks_per_call(B: int, round_bytes: int) -> int:
