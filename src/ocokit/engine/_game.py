@@ -233,8 +233,12 @@ def _drive(learner, problem, T, keys, opts, record_decisions, comparators, batch
         )
         pieces.append(jax.tree.map(np.asarray, records))
     axis = (1 if many else 0) + (1 if grid else 0)  # the rounds' axis: after the seeds' and the grid's
-    out, env = jax.tree.map(lambda *xs: np.concatenate(xs, axis=axis).take(np.arange(T), axis=axis), *pieces)
-    return out, env
+    rounds = (slice(None),) * axis + (slice(T),)  # a view: the rounds past T dropped without a copy
+
+    def joined(*xs):
+        return (xs[0] if len(xs) == 1 else np.concatenate(xs, axis=axis))[rounds]
+
+    return jax.tree.map(joined, *pieces)
 
 
 def _round_bytes(problem: AbstractProblem, record_decisions: bool) -> int:
