@@ -47,12 +47,12 @@ def first_bad(loss: np.ndarray, cons: np.ndarray, x_finite: np.ndarray) -> tuple
     Computed once on the host, vectorised over the whole trajectory, rather than carried round by round: the
     round body only records whether the decision was finite (loss and constraints are recorded anyway).
     """
-    finite = np.stack([np.isfinite(loss), np.all(np.isfinite(cons), axis=-1), x_finite], axis=-1)
-    bad = ~np.all(finite, axis=-1)
-    first = np.argmax(bad, axis=-1)
-    found = np.take_along_axis(bad, first[..., None], axis=-1)[..., 0]
-    what = np.argmin(np.take_along_axis(finite, first[..., None, None], axis=-2)[..., 0, :], axis=-1)
-    return np.where(found, first + 1, -1).astype(np.int32), np.where(found, what, -1).astype(np.int32)
+    finite = (np.isfinite(loss), np.all(np.isfinite(cons), axis=-1), np.asarray(x_finite, bool))
+    bad = ~(finite[0] & finite[1] & finite[2])
+    first = np.argmax(bad, axis=-1)[..., None]
+    found = np.take_along_axis(bad, first, axis=-1)[..., 0]
+    what = np.argmin(np.stack([np.take_along_axis(f, first, axis=-1)[..., 0] for f in finite], axis=-1), axis=-1)
+    return np.where(found, first[..., 0] + 1, -1).astype(np.int32), np.where(found, what, -1).astype(np.int32)
 
 
 def all_finite(x: Array) -> Array:
