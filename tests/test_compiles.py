@@ -16,9 +16,6 @@ from .helpers import count_compiles
 from .learner_cases import SUITE_T, cases
 
 ENGINE = ("_begin", "_blocks", "_hindsight")
-FAMILIES = ("OGD-0", "COLDQ-0", "Yi2021-0", "OFWTVC-0", "BFWTVC-0", "LOOBOGD-0", "MirrorProx-0", "Hedge-0",
-            "BanditOCOMemory-0", "OCOMemoryLimitedPredictions-0")  # fmt: skip
-"""One case per learner family in the unit tier (each case compiles two programs); the others are marked slow."""
 
 
 def _episode_shapes(problem, T):
@@ -26,10 +23,7 @@ def _episode_shapes(problem, T):
     return jax.tree.map(lambda s: (s.shape, s.dtype), shapes)
 
 
-@pytest.mark.parametrize(
-    ("case_id", "learner", "problem"),
-    [pytest.param(*c, id=c[0], marks=() if c[0] in FAMILIES else pytest.mark.slow) for c in cases()],
-)
+@pytest.mark.parametrize(("case_id", "learner", "problem"), [pytest.param(*case, id=case[0]) for case in cases()])
 def test_a_second_horizon_compiles_nothing(case_id, learner, problem):
     first = ocokit.run(learner, problem, SUITE_T, 3, comparators=False, throw=False)
     with count_compiles(*ENGINE) as log:
