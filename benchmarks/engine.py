@@ -8,7 +8,7 @@ best of ``--repeats``, the candidates interleaved), absolute times only beside t
 Targets (issue 14):
 
 * ``ocokit.run`` vs a hand-written ``lax.scan`` of the same OGD math on the same random numbers (drawn in
-  blocks as the engine does, ``ocokit.engine._rounds.block_size`` rounds at a time): <= 1.2x. The other
+  blocks when the engine does, from ``T = ocokit.engine._rounds.BLOCK_FROM_T`` rounds): <= 1.2x. The other
   way of drawing (per round, or in blocks) is printed beside it.
 * the ``--runs``-seed vmapped sweep vs one run: <= 3x; the 10 x 10 learner x seed grid vs one run: <= 2x.
 * ``run`` with the comparators (best fixed point, per-round optimum) vs ``run`` without: <= 3x (issue 45; a
@@ -17,20 +17,13 @@ Targets (issue 14):
   the timing, and a construction is timed on its own). ``Session`` is also put beside the floor of any path that
   makes one compiled call per round: a jitted ``x + 1`` called on a host array with its result fetched, which
   alone costs several scan rounds on a CPU.
-
-Horizons (issue 45), printed first (``--horizons-only`` prints only them): the programs JAX compiles for a run at
-a second horizon of the same learner and problem (counted from JAX's compilation log) and that run's wall time,
-without and with comparators (target: none without), and the time per round of a short run (``--short-T``, 1000),
-compiled before the timing.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import logging
 import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -39,13 +32,13 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 import ocokit  # noqa: E402
-from _timing import best_of, best_of_each  # noqa: E402
+from _timing import best_of_each  # noqa: E402
 from ocokit.algorithms import OGD  # noqa: E402
-from ocokit.engine._rounds import BLOCK_ROUNDS, block_size  # noqa: E402
+from ocokit.engine._rounds import BLOCK_ROUNDS, blocks  # noqa: E402
 from ocokit.problems import TimeVaryingRegression  # noqa: E402
 
 
-def hand_scans(problem: TimeVaryingRegression, T: int, B: int):
+def hand_scans(problem: TimeVaryingRegression, T: int, B: int = BLOCK_ROUNDS):
     """The floor: OGD on the problem in a hand-written ``lax.scan``, recording loss and constraints.
 
     ``per_round`` draws round t inside the scan body (``round_data(None, fold_in(env_key, t), t)``);
@@ -139,51 +132,6 @@ def _active_set_floor(problem, T: int):
     return (lambda: solve(blocked)), float(jnp.mean(per_block.astype(float)))
 
 
-class _Compiles(logging.Handler):
-    """The names of the programs JAX compiles while installed (its ``jax_log_compiles`` records)."""
-
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.names: list[str] = []
-
-    def emit(self, record):
-        if record.msg.startswith("Compiling "):
-            self.names.append(str(record.args[0]))
-
-    def __enter__(self):
-        self.log = logging.getLogger("jax")
-        self.level, self.names = self.log.level, []
-        self.log.addHandler(self)
-        self.log.setLevel(logging.DEBUG)
-        self.context = jax.log_compiles()
-        self.context.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.context.__exit__(*exc)
-        self.log.removeHandler(self)
-        self.log.setLevel(self.level)
-
-
-def horizons(repeats: int, T: int, short: int) -> None:
-    """Prints the compiles and wall time of a second horizon (``2 T`` after ``T``) and a short run's time per round."""
-    problem, learner = TimeVaryingRegression(dim=10), OGD(eta=0.01, decay="inverse_sqrt")
-    for comparators in (False, True):
-        ocokit.run(learner, problem, T, 0, comparators=comparators).loss.block_until_ready()
-        with _Compiles() as log:
-            tic = time.perf_counter()
-            ocokit.run(learner, problem, 2 * T, 0, comparators=comparators).loss.block_until_ready()
-            wall = time.perf_counter() - tic
-        names = ", ".join(sorted(set(log.names))) or "-"
-        print(
-            f"second horizon (T = {2 * T} after {T}), comparators={comparators}: {len(log.names)} programs compiled, "
-        )
-        print(f"    {wall:.2f} s ({names})")
-    warm = lambda: ocokit.run(learner, problem, short, 0, comparators=False).loss.block_until_ready()  # noqa: E731
-    best = best_of(warm, repeats).wall
-    print(f"short run (T = {short}, no comparators, compiled before): {1e6 * best / short:.2f} us/round")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--T", type=int, default=20000)
@@ -191,22 +139,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--session-rounds", type=int, default=2000)
     parser.add_argument("--comparators-only", action="store_true", help="time run with and without comparators")
-    parser.add_argument("--short-T", type=int, default=1000)
-    parser.add_argument("--horizons-only", action="store_true")
     args = parser.parse_args()
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
-    horizons(args.repeats, args.short_T, args.short_T)
-    if args.horizons_only:
-        return
     T, n = args.T, args.runs
     problem, learner = TimeVaryingRegression(dim=10), OGD(eta=0.01, decay="inverse_sqrt")
     if args.comparators_only:
         comparators_ratio(problem, learner, T, args.repeats)
         return
     env_key = ocokit.engine.split_key(jax.random.PRNGKey(0))[0]
-    data = jax.eval_shape(problem.round_data, None, env_key, jnp.asarray(1, jnp.int32))
-    B = block_size(sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(data)))  # the engine's rounds per block
-    per_round, blocked = hand_scans(problem, T, B)
+    B = blocks(problem, None, env_key, T)[1]  # the engine's rounds per block (1: drawn round by round)
+    per_round, blocked = hand_scans(problem, T, B if B > 1 else min(T, BLOCK_ROUNDS))
     ours = ocokit.run(learner, problem, T, 0, comparators=False)
     np.testing.assert_allclose(blocked(env_key)[0], ours.loss, rtol=1e-10)  # the same math, the same numbers
     np.testing.assert_allclose(per_round(env_key)[0], ours.loss, rtol=1e-10)

@@ -153,29 +153,25 @@ def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int
 
 
 class CompileLog(logging.Handler):
-    """Counts the programs named ``names`` that XLA compiles while installed (``jax.log_compiles`` messages), and
-    keeps the names of every program compiled (``all``).
+    """Counts the programs named ``name`` that XLA compiles while installed (``jax.log_compiles`` messages).
 
     Eager helper ops (a key stack, a cast) compile once per process whatever ran before; only the named
-    programs (engine functions: ``_blocks_many``, ``_play``) are counted.
+    program (an engine function: ``_sweep_chunk``, ``_play``) is counted.
     """
 
-    def __init__(self, *names: str):
+    def __init__(self, name: str):
         super().__init__(level=logging.DEBUG)
-        self.prefixes, self.count, self.all = tuple(f"Compiling jit({name})" for name in names), 0, []
+        self.prefix, self.count = f"Compiling jit({name}", 0
 
     def emit(self, record):
-        message = record.getMessage()
-        if message.startswith("Compiling "):
-            self.all.append(message.split(" ")[1])
-        if message.startswith(self.prefixes):
+        if record.getMessage().startswith(self.prefix):
             self.count += 1
 
 
 @contextlib.contextmanager
-def count_compiles(*names: str) -> Iterator[CompileLog]:
-    """A :class:`CompileLog` of ``names`` installed on JAX's logger, with compile logging on, for the block."""
-    log, logger = CompileLog(*names), logging.getLogger("jax")
+def count_compiles(name: str) -> Iterator[CompileLog]:
+    """A :class:`CompileLog` of ``name`` installed on JAX's logger, with compile logging on, for the block."""
+    log, logger = CompileLog(name), logging.getLogger("jax")
     logger.addHandler(log)
     try:
         with jax.log_compiles(True):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import ocokit
 from ocokit.algorithms import OGD
-from ocokit.engine import NonFiniteError, _game
+from ocokit.engine import NonFiniteError
 from ocokit.feedback import PREDICTIONS
 from ocokit.problems import TimeVaryingRegression
 
@@ -112,13 +112,12 @@ def test_non_finite_loss_stops_with_the_round_index():
 
 def test_rounds_are_the_same_whatever_T_and_the_block_size(monkeypatch):
     # Round t's data is a pure function of (environment key, t): the engine draws rounds in blocks, and
-    # neither the horizon, the block size (256, 7) nor the rounds per compiled call (the carry passed on) changes
-    # a number.
+    # neither the horizon nor the block size (1 for a short run, 250, 7) changes a number.
     problem, learner = TimeVaryingRegression(), OGD(eta=0.02, decay="inverse_sqrt")
-    short = ocokit.run(learner, problem, 100, 3, record_decisions=True)  # one block of 256, rounds past 100 dropped
-    long = ocokit.run(learner, problem, 1000, 3, record_decisions=True)  # 4 blocks of 256 in one call
+    short = ocokit.run(learner, problem, 100, 3, record_decisions=True)  # short: drawn round by round
+    monkeypatch.setattr(ocokit.engine._rounds, "BLOCK_FROM_T", 1)
+    long = ocokit.run(learner, problem, 1000, 3, record_decisions=True)  # 4 blocks of 250 rounds
     monkeypatch.setattr(ocokit.engine._rounds, "BLOCK_ROUNDS", 7)  # 143 blocks of 7 rounds; the last 4 pad past T
-    monkeypatch.setattr(ocokit.engine._rounds, "CALL_ROUNDS", 21)  # 3 blocks a call: 48 calls
     small_blocks = ocokit.run(learner, problem, 997, 3, record_decisions=True)
     for other in (long, small_blocks):
         for field in ("loss", "constraints", "decisions", "optimum_loss"):  # comparator_loss: best over T rounds
@@ -127,13 +126,11 @@ def test_rounds_are_the_same_whatever_T_and_the_block_size(monkeypatch):
 
 
 def test_non_finite_round_is_named_in_any_block_and_padding_rounds_never_count(monkeypatch):
+    monkeypatch.setattr(ocokit.engine._rounds, "BLOCK_FROM_T", 1)
     monkeypatch.setattr(ocokit.engine._rounds, "BLOCK_ROUNDS", 3)  # T = 10: 4 blocks of 3 rounds, 2 past T
-    monkeypatch.setattr(ocokit.engine._rounds, "CALL_ROUNDS", 6)  # two blocks a call: round 8 in the second call
     box = ocokit.sets.Box(-1.0, 1.0, dim=2)
     with pytest.raises(NonFiniteError, match="non-finite loss at round 8"):
         ocokit.run(OGD(eta=0.1), NaNAt(box, bad=8), 10)
-    with pytest.raises(NonFiniteError, match=r"round 8 \(run 0 of the batch\)"):
-        ocokit.sweep(OGD(eta=0.1), NaNAt(box, bad=8), 10, 2)
     traj = ocokit.run(OGD(eta=0.1), NaNAt(box, bad=11), 10)  # rounds 11 and 12 are drawn, played, dropped
     assert traj.loss.shape == (10,) and int(traj.first_bad_round) == -1 and np.all(np.isfinite(traj.loss))
 
@@ -330,16 +327,11 @@ def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branche
     grid = ocokit.stack([learner, doubled])
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
 
-    def branches(lrn, batched):  # conditionals in sweep's second compiled call (a select is not one)
-        game, carry = eqx.filter_jit(_game._begin_many)(lrn, problem, 9, keys, batched)
-        T, first, shape = jnp.asarray(9, jnp.int32), jnp.asarray(1, jnp.int32), (2, 5, False, False, batched)
-        carry, axes = _game._shared(carry, batched)
-        carry = eqx.filter_jit(_game._blocks_many)(lrn, problem, T, game, None, carry, first, *shape, axes)[0]
-        carry, axes = _game._shared(carry, batched)  # the carry passed on, as sweep passes it
-        blocks = lambda c: _game._blocks_many(lrn, problem, T, game, None, c, first + 10, *shape, axes)  # noqa: E731
-        return str(jax.make_jaxpr(blocks)(carry)).count(" cond[")
+    def branches(lrn, batched):  # conditionals in the program sweep compiles (a select is not one)
+        program = jax.make_jaxpr(lambda k: ocokit.engine._game._sweep_chunk(lrn, problem, 9, k, False, True, batched))
+        return str(program(keys)).count(" cond[")
 
-    assert branches(learner, False) >= 2  # the learner's branch and the engine's (a block past T is skipped)
+    assert branches(learner, False) >= 1
     assert branches(grid, True) == branches(learner, False)
     out = ocokit.sweep(grid, problem, 9, 2, batched_learner=True, comparators=False)
     np.testing.assert_allclose(out.loss[1, 1], ocokit.run(doubled, problem, 9, 1, comparators=False).loss, rtol=1e-12)

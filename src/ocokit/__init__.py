@@ -1,9 +1,8 @@
 """ocokit: online convex optimization under constraints, in JAX.
 
 Learners ([`ocokit.algorithms`][ocokit.algorithms]) play against problems ([`ocokit.problems`][ocokit.problems])
-over decision sets ([`ocokit.sets`][ocokit.sets]); [`run`][ocokit.run] plays a whole game in compiled
-``lax.scan`` blocks (one compile for every T), [`sweep`][ocokit.sweep] vmaps many, [`Session`][ocokit.Session] steps
-one round at a time;
+over decision sets ([`ocokit.sets`][ocokit.sets]); [`run`][ocokit.run] plays a whole game as one compiled
+``lax.scan``, [`sweep`][ocokit.sweep] vmaps many, [`Session`][ocokit.Session] steps one round at a time;
 [`ocokit.metrics`][ocokit.metrics] scores trajectories and [`ocokit.experiments`][ocokit.experiments] reproduces
 the papers' figures, named by [`ocokit.papers`][ocokit.papers]. ocokit never changes JAX's global
 configuration: enable float64 yourself (``jax.config.update("jax_enable_x64", True)``) if you want it;

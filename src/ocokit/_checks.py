@@ -341,9 +341,8 @@ def _footprint(problem: Any, T: int, comparators: bool) -> tuple[int, int, bool]
     return _nbytes(episode), data, held
 
 
-def runs_fit(what: str, problem: Any, T: int, runs: int, chunk: int, decisions: bool, comparators: bool) -> int:
-    """Refuse up front a call that would not fit in memory (instead of allocating until XLA fails); returns the
-    bytes of one round's data (0 if unknown), which set the engine's block size.
+def runs_fit(what: str, problem: Any, T: int, runs: int, chunk: int, decisions: bool, comparators: bool) -> None:
+    """Refuse up front a call that would not fit in memory (instead of allocating until XLA fails).
 
     The estimate, from shapes only (nothing is compiled): the result holds ``runs`` x T rounds of records (the
     loss, the N constraint values, the two comparator losses if computed, the decision if recorded; not the
@@ -361,4 +360,3 @@ def runs_fit(what: str, problem: Any, T: int, runs: int, chunk: int, decisions: 
     reduce = "use a smaller T" + (", fewer seeds per call or a smaller chunk_size" if runs > 1 else "")
     reduce += " (or record_decisions=False)" if decisions else ""
     fits_in_memory(f"{what} of {runs} run(s) x T = {T} rounds", nbytes, reduce)
-    return data

@@ -60,7 +60,7 @@ def _runs(learner, problem):
             for t0 in (T + 1, T // 2)
         )
         nudged, unperturbed = _nudged(learner), Perturbed(problem, T + 1)
-        with count_compiles("_begin_many", "_blocks_many") as log:
+        with count_compiles("_sweep_chunk") as log:
             again = ocokit.sweep(nudged, unperturbed, T, [5, 6], record_decisions=True, comparators=False)
             again.loss.block_until_ready()
         _CACHE[key] = swept, perturbed, log.count

@@ -110,15 +110,11 @@ class ProblemInfo(eqx.Module):
     missing and how to supply it; the values a caller gives ``from_theory`` by name are held in ``given``
     ([`giving`][ocokit.algorithms.ProblemInfo.giving]) and win over the problem's
     ([`AbstractLearner.build`][ocokit.algorithms.AbstractLearner.build]).
-
-    ``horizon`` is an ``int`` in ``from_theory``; in ``init`` it is data (a traced integer: one compiled run for
-    every horizon), unless ``init`` needs a Python value of it (a T-sized structure), which the engine then
-    compiles per horizon ([`run`][ocokit.run]).
     """
 
     domain: AbstractSet
     num_constraints: int = eqx.field(static=True)
-    horizon: int | Array
+    horizon: int = eqx.field(static=True)
     constants: ProblemConstants = ProblemConstants()
     memory: int = eqx.field(static=True, default=1)
     constraint_structure: str = eqx.field(static=True, default="general")

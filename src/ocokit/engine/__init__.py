@@ -1,7 +1,6 @@
-"""Running learners against problems: compiled blocks of rounds (``lax.scan``) whatever T, ``vmap`` for sweeps.
+"""Running learners against problems: one compiled ``lax.scan`` per run, ``vmap`` for sweeps.
 
-[`run`][ocokit.run] plays T rounds of the online game in compiled blocks of a fixed number of rounds (T is data:
-every horizon runs the same compiled program, the learner's state carried from one call to the next) and returns a
+[`run`][ocokit.run] plays T rounds of the online game inside a single ``jax.lax.scan`` and returns a
 [`Trajectory`][ocokit.Trajectory] of per-round quantities. [`sweep`][ocokit.sweep] vmaps the same compiled code over
 seeds and over
 a batch of learners (a hyperparameter grid made with [`stack`][ocokit.stack]), in chunks of bounded memory.

@@ -13,7 +13,8 @@ import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
 from ocokit import _checks
-from ocokit.engine._programs import in_chunks, options
+from ocokit.engine._programs import in_chunks, options, program
+from ocokit.engine._rounds import scan_rounds, split_key
 from ocokit.problems._base import AbstractProblem
 from ocokit.trajectory import Trajectory
 
@@ -30,6 +31,22 @@ def comparator_losses(problem: AbstractProblem, data, x_star, h: int, optimum: b
     if x_opt is not None:
         env["optimum_loss"] = problem.loss(data, x_opt)
     return env
+
+
+def _comparators_one(problem: AbstractProblem, T: int, key: PRNGKeyArray) -> dict[str, Array]:
+    env_key, _ = split_key(key)
+    episode = problem.episode(env_key, T)
+    x_star = problem.best_fixed(episode, env_key, T)
+    h = problem.memory()
+
+    def environment(data):
+        return comparator_losses(problem, data, x_star, h, True)
+
+    return scan_rounds(problem, episode, env_key, T, None, lambda carry, _: (carry, None), environment)[1]
+
+
+def _comparators_chunk(problem, T, keys):
+    return jax.vmap(lambda key: _comparators_one(problem, T, key))(keys)
 
 
 def comparators(
@@ -70,16 +87,9 @@ def comparators(
     T = _checks.horizon(T)
     _checks.positive_int("chunk_size", chunk_size)
     S = _checks.count_keys(keys)
-    data_bytes = _checks.runs_fit("comparators", problem, T, S, min(chunk_size, S), False, True)
-    from ocokit.engine._game import _drive  # the game without a learner (its module calls comparator_losses)
-
-    opts = options(compiler_options)
-
-    def chunk_of(chunk):
-        return _drive(None, problem, T, chunk, opts, False, True, "seeds", data_bytes)[1]
-
-    env = in_chunks(chunk_of, _checks.keys(keys), min(chunk_size, S))
-    return {k: jax.device_put(v) for k, v in env.items()}
+    _checks.runs_fit("comparators", problem, T, S, min(chunk_size, S), False, True)
+    compiled = program(_comparators_chunk, options(compiler_options))
+    return in_chunks(lambda chunk: compiled(problem, T, chunk), _checks.keys(keys), min(chunk_size, S))
 
 
 def with_comparators(traj: Trajectory, env: Mapping[str, Any]) -> Trajectory:

@@ -13,6 +13,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
@@ -45,7 +46,7 @@ def key_chunks(keys: PRNGKeyArray, size: int) -> list[tuple[PRNGKeyArray, int]]:
 
 
 def in_chunks(fn: Callable, keys: PRNGKeyArray, size: int) -> Any:
-    """``fn`` on the keys in chunks of ``size`` (`key_chunks`), its outputs (host arrays) concatenated over the
-    keys and trimmed to their number, on the host (no program compiled for any number of keys or rounds)."""
-    pieces = [jax.tree.map(lambda a, k=keep: np.asarray(a)[:k], fn(chunk)) for chunk, keep in key_chunks(keys, size)]
-    return pieces[0] if len(pieces) == 1 else jax.tree.map(lambda *xs: np.concatenate(xs), *pieces)
+    """``fn`` on the keys in chunks of ``size`` (`key_chunks`), its outputs concatenated over the keys and
+    trimmed to their number."""
+    pieces = [jax.tree.map(lambda a, k=keep: a[:k], fn(chunk)) for chunk, keep in key_chunks(keys, size)]
+    return pieces[0] if len(pieces) == 1 else jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)

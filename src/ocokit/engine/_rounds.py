@@ -2,28 +2,27 @@
 
 Randomness: a run's key is split into an environment key (round data, via ``fold_in(env_key, t)``) and a
 learner key. Runs given the same key face identical rounds, whatever the learner (common random numbers).
-A run draws its rounds in blocks (the per-round draw vmapped over B rounds; `play_blocks`), with the same
-numbers: round t's data depends on the environment key and t only, never on T or B. B depends on the round data's
-shapes alone, so T is data: every horizon plays the same compiled blocks.
+A long run draws its rounds in blocks (the per-round draw vmapped over B rounds; `scan_rounds`), with
+the same numbers: round t's data depends on the environment key and t only, never on T or B.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, PRNGKeyArray
+from jaxtyping import Array, Int, PRNGKeyArray
 
-from ocokit.problems._base import AbstractProblem, rounds_at
+from ocokit._checks import _nbytes
+from ocokit.problems._base import AbstractProblem, round_at, rounds_at
 
 BLOCK_ROUNDS = 256
 """At most this many rounds are drawn at once (the engine's block size B, not a user knob)."""
 BLOCK_BYTES = 2**22
 """...and at most about this many bytes of round data (4 MiB): a problem with large rounds (matrix completion's
 dense ``P_t``) draws fewer rounds per block, so a block stays in cache and memory stays bounded."""
-CALL_ROUNDS = 2**14
-"""A compiled call plays at most this many rounds (whole blocks), its carry passed on to the next call..."""
-CALL_BYTES = 2**26
-"""...and records at most about this many bytes (64 MiB; recorded decisions of a large set make calls shorter)."""
+BLOCK_FROM_T = 4096
+"""Runs shorter than this draw round by round (B = 1, one plain scan): XLA compiles a draw vectorised over a
+block about twice as slowly on the CPU, which a short run, dominated by compiling, never earns back."""
 
 
 def split_key(key: PRNGKeyArray) -> tuple[PRNGKeyArray, PRNGKeyArray]:
@@ -52,45 +51,51 @@ def initial_history(problem: AbstractProblem, x0: Array, h: int) -> Array | None
     return jnp.concatenate([past[:1], past], axis=0)
 
 
-def block_size(data_bytes: int) -> int:
-    """The rounds B of a block, from the bytes of one round's data (``jax.eval_shape``; 0 if unknown): at most
-    `BLOCK_ROUNDS` rounds and `BLOCK_BYTES` bytes of round data. Never from T, so every horizon plays the same
-    compiled blocks."""
-    return min(BLOCK_ROUNDS, max(1, BLOCK_BYTES // max(1, data_bytes)))
+def blocks(problem: AbstractProblem, episode, env_key: PRNGKeyArray, T: int) -> tuple[int, int]:
+    """How a run of T rounds is cut into blocks: ``(number of blocks, rounds per block B)``.
 
-
-def blocks_per_call(B: int, round_bytes: int) -> int:
-    """The blocks of B rounds one compiled call plays: at most `CALL_ROUNDS` rounds and about `CALL_BYTES` bytes
-    of records (``round_bytes`` per round, every run of the call together); at least one block."""
-    return max(1, min(CALL_ROUNDS, CALL_BYTES // max(1, round_bytes)) // B)
-
-
-def play_blocks(
-    problem: AbstractProblem, episode, env_key: PRNGKeyArray, T, first, carry, play, environment, count: int, B: int
-):
-    """Rounds ``first .. first + count B - 1`` in ``count`` blocks of B: ``play(carry, (data, t)) -> (carry, out)``
-    in order, and ``environment(data)`` (the comparator losses: they depend on the round alone); returns the
-    carry and the per-round records, ``(count B, ...)`` each.
-
-    T and ``first`` are data (traced): one compiled program plays every horizon. Each block draws its rounds at
-    once, vectorised (`rounds_at`: the per-round draw's numbers, whatever T and B), plays them in an inner scan
-    and computes ``environment`` vmapped over the block (a batch of per-round optima). A block that starts past T
-    is skipped (``lax.cond`` on T alone, a real branch under ``vmap``: the carry passes unchanged, the records
-    are zeros); the rounds past T of the last block played are played, never reported (the carry after round T
-    is never read).
+    B is at most `BLOCK_ROUNDS` rounds and `BLOCK_BYTES` bytes of round data (from shapes only,
+    ``jax.eval_shape``), then evened out over the blocks, so the rounds past T that pad the last block are fewer
+    than the number of blocks (under 1/B of the run; a run of T <= B rounds is one exact block). A run shorter
+    than `BLOCK_FROM_T` rounds is T blocks of one round. The numbers never depend on B: round t's data
+    is drawn from ``(env_key, t)`` alone.
     """
+    if T < BLOCK_FROM_T:
+        return T, 1
+    shapes = jax.eval_shape(problem.round_data, episode, env_key, jnp.asarray(1, jnp.int32))
+    cap = min(BLOCK_ROUNDS, T, max(1, BLOCK_BYTES // max(1, _nbytes(shapes))))
+    count = -(-T // cap)
+    return count, -(-T // count)
 
-    def played(carry, ts):
+
+def block_rounds(count: int, B: int) -> Int[Array, "blocks B"]:
+    """The 1-based rounds of each block, one block per row (the last block may run past T)."""
+    return jnp.arange(1, count * B + 1, dtype=jnp.int32).reshape(count, B)
+
+
+def scan_rounds(problem: AbstractProblem, episode, env_key: PRNGKeyArray, T: int, carry, play, environment):
+    """Rounds 1..T: ``play(carry, (data, t)) -> (carry, out)`` in order, and ``environment(data)`` (the
+    comparator losses: they depend on the round alone); returns their per-round records, ``(T, ...)`` each.
+
+    An outer scan over blocks of B rounds (`blocks`): each block draws its rounds at once, vectorised
+    (`rounds_at`: the per-round draw's numbers, whatever T and B), plays them in an
+    inner scan and computes ``environment`` vmapped over the block (a batch of per-round optima). Rounds past T
+    in the last block are played, never reported. With B = 1, one plain scan that draws each round in its body.
+    """
+    count, B = blocks(problem, episode, env_key, T)
+    if B == 1:
+
+        def one(carry, t):
+            data = round_at(problem, episode, env_key, t)
+            carry, out = play(carry, (data, t))
+            return carry, (out, environment(data))
+
+        return jax.lax.scan(one, carry, jnp.arange(1, T + 1, dtype=jnp.int32))[1]
+
+    def block(carry, ts):
         datas = rounds_at(problem, episode, env_key, ts)
         carry, out = jax.lax.scan(play, carry, (datas, ts))
         return carry, (out, jax.vmap(environment, axis_size=B)(datas))
 
-    def block(carry, ts):
-        def skipped(carry, ts):
-            return carry, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(played, carry, ts)[1])
-
-        return jax.lax.cond(ts[0] <= T, played, skipped, carry, ts)
-
-    ts = first + jnp.arange(count * B, dtype=jnp.int32).reshape(count, B)
-    carry, records = jax.lax.scan(block, carry, ts)
-    return carry, jax.tree.map(lambda a: a.reshape(count * B, *a.shape[2:]), records)
+    records = jax.lax.scan(block, carry, block_rounds(count, B))[1]
+    return jax.tree.map(lambda a: a.reshape(a.shape[0] * a.shape[1], *a.shape[2:])[:T], records)
