@@ -52,11 +52,25 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items):
-    """A test that starts a Ray cluster belongs to the integration tier."""
+SLOW_INSTANCES = ("tests/test_resume.py::test_two_drivers_on_one_folder_at_once[ray]",)
+"""Parametrized instances that are slow where their siblings are not (a fixture's parameter cannot carry the mark):
+the Ray variant of two concurrent drivers (one minute; the killed-driver test resumes on Ray in the integration
+tier)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test that starts a Ray cluster belongs to the integration tier; a slow one (a full-size reproduction) runs
+    only when the marker expression names ``slow`` (``-m slow``), whatever its tier."""
     for item in items:
         if item.get_closest_marker("ray") is not None:
             item.add_marker(pytest.mark.integration)
+        if item.nodeid in SLOW_INSTANCES:
+            item.add_marker(pytest.mark.slow)
+    if "slow" not in (config.option.markexpr or ""):
+        slow = [item for item in items if item.get_closest_marker("slow") is not None]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if item.get_closest_marker("slow") is None]
 
 
 @pytest.fixture(autouse=True, scope="module")
