@@ -52,10 +52,13 @@ def pytest_unconfigure(config):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-SLOW_INSTANCES = ("tests/test_resume.py::test_two_drivers_on_one_folder_at_once[ray]",)
+SLOW_INSTANCES = (
+    "tests/test_resume.py::test_two_drivers_on_one_folder_at_once[ray]",
+    "tests/test_resume.py::test_a_driver_killed_after_its_first_stored_run_resumes_to_the_same_summary[ray]",
+)
 """Parametrized instances that are slow where their siblings are not (a fixture's parameter cannot carry the mark):
-the Ray variant of two concurrent drivers (one minute; the killed-driver test resumes on Ray in the integration
-tier)."""
+the Ray variants of the resume tests (a minute together; their local variants run in the integration tier, and
+`tests/test_executors.py` resumes a run on a Ray cluster there)."""
 
 
 def pytest_collection_modifyitems(config, items):
