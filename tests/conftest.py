@@ -4,6 +4,7 @@ never flips these)."""
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import jax
@@ -74,6 +75,17 @@ def pytest_collection_modifyitems(config, items):
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Ray of two CPUs for the whole module (no dashboard, a small object store)."""
+    ray = pytest.importorskip("ray")
+    with warnings.catch_warnings():  # fork+exec of Ray's processes, after JAX started its threads: harmless
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
+    yield ray
+    ray.shutdown()
 
 
 @pytest.fixture(autouse=True, scope="module")

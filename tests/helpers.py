@@ -265,3 +265,13 @@ def play_by_hand(learner, problem, data, record) -> tuple[list[float], list[floa
         xs.append(float(x[0]))
         recorded.append(float(record(learner, state)))
     return [*xs, float(learner.decide(state)[0])], recorded
+
+
+def watch_page(page, failures: list[str], console: bool = True) -> None:
+    """Record on ``failures`` every failed response or request, page error and (``console``) console error of a
+    playwright ``page``."""
+    page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
+    if console:
+        page.on("console", lambda m: failures.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda err: failures.append(f"page error: {err}"))

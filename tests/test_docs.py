@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import CHROMIUM, CHROMIUM_ARGS
+from .helpers import CHROMIUM, CHROMIUM_ARGS, watch_page
 
 pytestmark = pytest.mark.integration
 
@@ -275,9 +275,7 @@ def test_pages_render_in_headless_chromium(server, tmp_path):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-            page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
-            page.on("pageerror", lambda err: failures.append(f"page error: {err}"))
+            watch_page(page, failures, console=False)
             for path, shot, math in [
                 ("/", "entry.png", True),
                 ("/algorithms/COLDQ/", "algorithm.png", True),
@@ -315,10 +313,7 @@ def test_the_leaderboard_page_renders_in_headless_chromium(server, tmp_path):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-            page.on("requestfailed", lambda r: failures.append(f"failed {r.url}"))
-            page.on("console", lambda m: failures.append(f"console: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda err: failures.append(f"page error: {err}"))
+            watch_page(page, failures)
             page.goto(f"{server}/leaderboard/#{row}", wait_until="networkidle")
             assert page.locator("nav.md-nav--primary").count() >= 1
             widths = page.evaluate("Array.from(document.querySelectorAll('article img')).map(i => i.naturalWidth)")

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import jax
@@ -46,17 +45,6 @@ register_test_experiment(
     algorithms=[experiments.Algorithm("OGD", lambda info: OGD(eta=0.05))],
 )
 register_two_ogd("executors-smoke", chunk_size=1)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A local Ray of two CPUs for the whole module (no dashboard, a small object store)."""
-    ray = pytest.importorskip("ray")
-    with warnings.catch_warnings():  # fork+exec of Ray's processes, after JAX started its threads: harmless
-        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def _wait_for(path: Path, unit, timeout: float = 60.0):

@@ -4,7 +4,6 @@ the runs are computed on Ray's workers and the board is the local executor's, nu
 from __future__ import annotations
 
 import json
-import warnings
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,17 +12,6 @@ from typer.testing import CliRunner
 from ocokit import cli, executors
 
 pytestmark = [pytest.mark.ray, pytest.mark.integration]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A local Ray of two CPUs for the whole module (no dashboard, a small object store)."""
-    ray = pytest.importorskip("ray")
-    with warnings.catch_warnings():  # fork+exec of Ray's processes, after JAX started its threads: harmless
-        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 2**20, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def _numbers(out) -> tuple[dict, list]:
