@@ -318,6 +318,36 @@ def test_comparators_computed_once_then_attached_equal_the_runs_own():
         ocokit.with_comparators(bare, {"regret": env["optimum_loss"]})
 
 
+class _CountedOptima(TimeVaryingRegression):
+    """Fig. 1's problem counting how many programs trace its per-round optimum."""
+
+    def round_optimum(self, data):
+        _TRACED.append(1)
+        return super().round_optimum(data)
+
+
+_TRACED = []
+
+
+def test_every_learner_shares_the_comparators_program_of_a_problem_and_horizon(monkeypatch):
+    # The comparators depend on the seed alone: run and sweep compute them in their own program, traced and compiled
+    # once per problem and T, not once per learner (on Fig. 1 that program is most of a run's compile time).
+    monkeypatch.setattr(ocokit._checks, "runs_fit", lambda *args: None)  # its memory estimate traces them too
+    problem, plain = _CountedOptima(), TimeVaryingRegression()
+    first = ocokit.run(OGD(eta=0.01), problem, 11, 2)
+    traced = len(_TRACED)
+    other = ocokit.run(ocokit.algorithms.Constant(), problem, 11, 2)
+    swept = ocokit.sweep(OGD(eta=0.02), problem, 11, [2], batched_learner=False)
+    assert len(_TRACED) == traced  # neither the second learner's program nor the sweep's traced the comparators
+    np.testing.assert_array_equal(other.optimum_loss, first.optimum_loss)
+    np.testing.assert_array_equal(swept.comparator_loss[0], first.comparator_loss)
+    np.testing.assert_array_equal(first.optimum_loss, ocokit.run(OGD(eta=0.01), plain, 11, 2).optimum_loss)
+    ocokit.run(OGD(eta=0.01), problem, 12, 2)
+    assert len(_TRACED) > traced  # a new horizon: a new program
+    nothing = ocokit.run(OGD(eta=0.01), quadratic_problem(), 5)  # a problem without comparators
+    assert nothing.comparator_loss is None and nothing.optimum_loss is None
+
+
 def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branches():
     # BFW-TVC updates only at a block's end, behind ``lax.cond`` on its round counter. Were the grid axis
     # pushed onto that counter, vmap would turn the branch into a select that runs the inner Frank-Wolfe
@@ -328,7 +358,7 @@ def test_a_grid_keeps_the_round_counter_unbatched_so_block_branches_stay_branche
     keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
 
     def branches(lrn, batched):  # conditionals in the program sweep compiles (a select is not one)
-        program = jax.make_jaxpr(lambda k: ocokit.engine._game._sweep_chunk(lrn, problem, 9, k, False, True, batched))
+        program = jax.make_jaxpr(lambda k: ocokit.engine._game._sweep_chunk(lrn, problem, 9, k, False, batched))
         return str(program(keys)).count(" cond[")
 
     assert branches(learner, False) >= 1

@@ -13,7 +13,7 @@ import numpy as np
 from jaxtyping import Array, PRNGKeyArray
 
 from ocokit import _checks
-from ocokit.engine._programs import in_chunks, options, program
+from ocokit.engine._programs import Options, in_chunks, options, program
 from ocokit.engine._rounds import scan_rounds, split_key
 from ocokit.problems._base import AbstractProblem
 from ocokit.trajectory import Trajectory
@@ -88,8 +88,23 @@ def comparators(
     _checks.positive_int("chunk_size", chunk_size)
     S = _checks.count_keys(keys)
     _checks.runs_fit("comparators", problem, T, S, min(chunk_size, S), False, True)
-    compiled = program(_comparators_chunk, options(compiler_options))
-    return in_chunks(lambda chunk: compiled(problem, T, chunk), _checks.keys(keys), min(chunk_size, S))
+    return _computed(problem, T, _checks.keys(keys), options(compiler_options), min(chunk_size, S))
+
+
+def _computed(problem: AbstractProblem, T: int, keys: PRNGKeyArray, opts: Options, size: int) -> dict[str, Array]:
+    """`comparators` of checked arguments (for a problem that defines neither comparator, a program that XLA
+    reduces to nothing, returning ``{}``)."""
+    compiled = program(_comparators_chunk, opts)
+    return in_chunks(lambda chunk: compiled(problem, T, chunk), keys, size)
+
+
+def attached_comparators(traj: Trajectory, problem: AbstractProblem, T: int, keys, opts: Options, size: int = 1):
+    """``traj`` (of one key, or of the batch ``keys``) with its comparators: what ``run`` and ``sweep`` return
+    with ``comparators=True``, computed by `comparators`' program, so every learner shares its compile."""
+    env = _computed(problem, T, keys, opts, size)
+    if traj.loss.ndim == 1:  # one run
+        env = {k: v[0] for k, v in env.items()}
+    return with_comparators(traj, env)
 
 
 def with_comparators(traj: Trajectory, env: Mapping[str, Any]) -> Trajectory:

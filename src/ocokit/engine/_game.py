@@ -17,7 +17,7 @@ from jaxtyping import Array, PRNGKeyArray
 
 from ocokit import _checks
 from ocokit.algorithms._base import AbstractLearner, ProblemInfo
-from ocokit.engine._comparators import comparator_losses
+from ocokit.engine._comparators import attached_comparators
 from ocokit.engine._programs import in_chunks, options, program
 from ocokit.engine._rounds import initial_history, scan_rounds, split_key, window
 from ocokit.feedback import FeedbackKind, before_round_one, make_feedback
@@ -71,19 +71,18 @@ def _run(
     T: int,
     key: PRNGKeyArray,
     record_decisions: bool,
-    comparators: bool = True,
 ) -> Trajectory:
     """One game of T rounds of one learner, its rounds drawn by `scan_rounds`.
 
     The round body holds the game's arithmetic and little else: the non-finite bookkeeping is done once on
-    the records after the scan (`first_bad`).
+    the records after the scan (`first_bad`); the comparators, which depend on the seed alone, are their own
+    program (`comparators`), compiled once per problem and horizon for every learner.
     """
     env_key, learner_key = split_key(key)
     info = ProblemInfo.of(problem, T)
     h = info.memory
     kind = type(learner).feedback
     episode = problem.episode(env_key, T)
-    x_star = problem.best_fixed(episode, env_key, T) if comparators else None
 
     def play(carry, round_):
         """Round ``t``: decide, suffer, observe, update."""
@@ -101,20 +100,17 @@ def _run(
             out["decision"] = x
         return (new_state, played if h > 1 else history), out
 
-    def environment(data):
-        return comparator_losses(problem, data, x_star, h, comparators)
-
     state = learner.init(info, learner_key)
     state = learner.prepare(state, before_round_one(kind, problem, episode, env_key))
     carry0 = (state, initial_history(problem, learner.decide(state), h))
-    out, env = scan_rounds(problem, episode, env_key, T, carry0, play, environment)
+    out, _ = scan_rounds(problem, episode, env_key, T, carry0, play, lambda data: {})
     bad_round, bad_what = first_bad(out["loss"], out["constraints"], out["x_finite"])
     return Trajectory(
         loss=out["loss"],
         constraints=out["constraints"],
         diagnostics=out["diagnostics"],
-        comparator_loss=env.get("comparator_loss"),
-        optimum_loss=env.get("optimum_loss"),
+        comparator_loss=None,
+        optimum_loss=None,
         decisions=out.get("decision"),
         first_bad_round=bad_round,
         bad_quantity=bad_what,
@@ -168,7 +164,8 @@ def run(
         key: a PRNG key or an integer seed; the same key gives the same rounds to every learner.
         record_decisions: also return every decision ``x_t`` (memory ``T * dim``).
         comparators: compute the best fixed point and the per-round optimum (``comparator_loss``,
-            ``optimum_loss``: static and dynamic regret). ``False`` skips that work, which for problems
+            ``optimum_loss``: static and dynamic regret) with [`comparators`][ocokit.comparators]' program, compiled
+            once per problem and T and shared by every learner. ``False`` skips that work, which for problems
             whose comparators are solved numerically can cost more than the learner itself.
         throw: raise [`NonFiniteError`][ocokit.NonFiniteError] naming the round if anything becomes non-finite; with
             ``False`` the trajectory is returned and ``first_bad_round`` tells.
@@ -189,11 +186,11 @@ def run(
     check_compatible(learner, problem)
     key = _checks.key(key)
     _checks.runs_fit("run", problem, T, 1, 1, record_decisions, comparators)
-    compiled = program(_run, options(compiler_options))
-    traj = compiled(learner, problem, T, key, record_decisions, comparators)
+    opts = options(compiler_options)
+    traj = program(_run, opts)(learner, problem, T, key, record_decisions)
     if throw:
         raise_if_bad(traj)
-    return traj
+    return attached_comparators(traj, problem, T, key[None], opts) if comparators else traj
 
 
 def stack(learners: Sequence[AbstractLearner]) -> AbstractLearner:
@@ -263,19 +260,21 @@ def sweep(
         per_chunk = max(1, chunk_size // B)
     size = min(per_chunk, S)
     _checks.runs_fit("sweep", problem, T, S * B, size * B, record_decisions, comparators)
-    compiled = program(_sweep_chunk, options(compiler_options))
+    opts = options(compiler_options)
+    compiled = program(_sweep_chunk, opts)
 
     def chunk_of(chunk):
-        return compiled(learner, problem, T, chunk, record_decisions, comparators, batched_learner)
+        return compiled(learner, problem, T, chunk, record_decisions, batched_learner)
 
-    traj = in_chunks(chunk_of, _checks.keys(keys), size)
+    keys = _checks.keys(keys)
+    traj = in_chunks(chunk_of, keys, size)
     if batched_learner:  # (S, B, ...) -> (B, S, ...)
         traj = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), traj)
     if throw:
         raise_if_bad(traj)
-    return traj
+    return attached_comparators(traj, problem, T, keys, opts, min(chunk_size, S)) if comparators else traj
 
 
-def _sweep_chunk(learner, problem, T, keys, record_decisions, comparators, grid):
+def _sweep_chunk(learner, problem, T, keys, record_decisions, grid):
     run_one = _run_grid if grid else _run
-    return jax.vmap(lambda key: run_one(learner, problem, T, key, record_decisions, comparators))(keys)
+    return jax.vmap(lambda key: run_one(learner, problem, T, key, record_decisions))(keys)
