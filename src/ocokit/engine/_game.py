@@ -122,7 +122,7 @@ def _run_grid(learner: AbstractLearner, *game: Any) -> Trajectory:
     (``game``: the rest of `_run`'s arguments, passed through).
 
     Only what depends on a learner is batched: ``vmap`` leaves the environment's work (drawing the round
-    data, the comparators) unbatched, so it is done once per round and shared by the grid, and it keeps
+    data) unbatched, so it is done once per round and shared by the grid, and it keeps
     state that no learner's numbers touch (a round counter) unbatched through the scan, so a learner's
     ``lax.cond`` on it stays a real branch instead of running both sides.
     """
