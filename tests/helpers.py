@@ -11,6 +11,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from hypothesis import strategies as st
 
 import ocokit
 from ocokit.problems import AbstractProblem
@@ -150,6 +151,12 @@ def register_two_ogd(name: str, *, slow_label: str = "OGD-slow", chunk_size: int
         experiments.Algorithm(slow_label, lambda info: OGD(eta=0.01)),
     ]
     register_test_experiment(name, f"{name} test", study, algorithms=algorithms)
+
+
+def binary_fractions(lo: int, hi: int) -> st.SearchStrategy[float]:
+    """Hypothesis floats ``k / 8`` for integers ``lo <= k <= hi``: exact binary fractions, so the QP data handed to
+    CVXPY has no subnormals and no rounding of its own."""
+    return st.integers(lo, hi).map(lambda k: k / 8)
 
 
 class CompileLog(logging.Handler):

@@ -340,7 +340,7 @@ def test_every_learner_shares_the_comparators_program_of_a_problem_and_horizon(m
     traced = len(_TRACED)
     assert traced > 0
     other = ocokit.run(ocokit.algorithms.Constant(), problem, 11, 2)
-    swept = ocokit.sweep(OGD(eta=0.02), problem, 11, [2], batched_learner=False)
+    swept = ocokit.sweep(OGD(eta=0.02), problem, 11, [2])
     assert len(_TRACED) == traced  # neither the second learner's program nor the sweep's traced the comparators
     np.testing.assert_array_equal(other.optimum_loss, first.optimum_loss)
     np.testing.assert_array_equal(swept.comparator_loss[0], first.comparator_loss)

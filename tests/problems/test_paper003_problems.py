@@ -12,13 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from ocokit.algorithms import ProblemInfo
 from ocokit.engine import split_key
 from ocokit.problems import JobScheduling, OnlineLinearProgram, OnlineQuadraticProgram, TimeVaryingRegression
 from ocokit.problems._base import all_rounds
 from ocokit.problems._qp import solve_qp
+
+from ..helpers import binary_fractions
 
 TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12}
 
@@ -48,16 +49,12 @@ def round_of(data, t):
 # The small QP solver behind the comparators
 
 
-def _grid(lo: int, hi: int):
-    return st.integers(lo, hi).map(lambda k: k / 8)  # exact binary fractions: no subnormals for CVXPY
-
-
 @settings(max_examples=15, deadline=None)
 @given(
-    hnp.arrays(np.float64, (3, 3), elements=_grid(-16, 16)),
-    hnp.arrays(np.float64, (3,), elements=_grid(-40, 40)),
-    hnp.arrays(np.float64, (2, 3), elements=_grid(-8, 8)),
-    hnp.arrays(np.float64, (2,), elements=_grid(1, 8)),
+    hnp.arrays(np.float64, (3, 3), elements=binary_fractions(-16, 16)),
+    hnp.arrays(np.float64, (3,), elements=binary_fractions(-40, 40)),
+    hnp.arrays(np.float64, (2, 3), elements=binary_fractions(-8, 8)),
+    hnp.arrays(np.float64, (2,), elements=binary_fractions(1, 8)),
 )
 def test_solve_qp_matches_cvxpy(M, q, A, b):
     P = M @ M.T  # PSD, possibly singular

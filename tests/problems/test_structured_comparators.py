@@ -17,12 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from ocokit.bench import SUITE
 from ocokit.engine import split_key
 from ocokit.problems._active_set import solve_box_affine_qp
 from ocokit.problems._base import all_rounds
+
+from ..helpers import binary_fractions
 
 TIGHT = (1e-12, 1e-10)  # Clarabel's gap and feasibility tolerances: the second where it calls the first inaccurate
 REL = 1e-8
@@ -50,19 +51,15 @@ def _solve(objective, constraints) -> float:
 # The active-set solver
 
 
-def _grid(lo: int, hi: int):
-    return st.integers(lo, hi).map(lambda k: k / 8)  # exact binary fractions: no subnormals for CVXPY
-
-
 _active_set = jax.jit(solve_box_affine_qp)
 
 
 @settings(max_examples=25, deadline=None)
 @given(
-    hnp.arrays(np.float64, (2, 5), elements=_grid(-16, 16)),
-    hnp.arrays(np.float64, (5,), elements=_grid(-40, 40)),
-    hnp.arrays(np.float64, (3, 5), elements=_grid(-8, 8)),
-    hnp.arrays(np.float64, (3,), elements=_grid(1, 8)),
+    hnp.arrays(np.float64, (2, 5), elements=binary_fractions(-16, 16)),
+    hnp.arrays(np.float64, (5,), elements=binary_fractions(-40, 40)),
+    hnp.arrays(np.float64, (3, 5), elements=binary_fractions(-8, 8)),
+    hnp.arrays(np.float64, (3,), elements=binary_fractions(1, 8)),
 )
 def test_active_set_matches_cvxpy_on_singular_qps(M, q, A, b):
     P = M.T @ M  # rank <= 2 in 5 variables: flat directions everywhere

@@ -98,13 +98,14 @@ def _computed(problem: AbstractProblem, T: int, keys: PRNGKeyArray, opts: Option
     return in_chunks(lambda chunk: compiled(problem, T, chunk), keys, size)
 
 
-def attached_comparators(traj: Trajectory, problem: AbstractProblem, T: int, keys, opts: Options, size: int = 1):
-    """``traj`` (of one key, or of the batch ``keys``) with its comparators: what ``run`` and ``sweep`` return
-    with ``comparators=True``, computed by `comparators`' program, so every learner shares its compile."""
+def attached_comparators(
+    traj: Trajectory, problem: AbstractProblem, T: int, keys: PRNGKeyArray, opts: Options, size: int, *, one: bool
+) -> Trajectory:
+    """``traj`` with its comparators, computed by `comparators`' program (so every learner shares its compile):
+    what ``sweep`` (the runs of the batch ``keys``) and ``run`` (``one``: a single run, ``keys`` its key alone in a
+    batch of one) return with ``comparators=True``."""
     env = _computed(problem, T, keys, opts, size)
-    if traj.loss.ndim == 1:  # one run
-        env = {k: v[0] for k, v in env.items()}
-    return with_comparators(traj, env)
+    return with_comparators(traj, {k: v[0] for k, v in env.items()} if one else env)
 
 
 def with_comparators(traj: Trajectory, env: Mapping[str, Any]) -> Trajectory:

@@ -190,7 +190,7 @@ def run(
     traj = program(_run, opts)(learner, problem, T, key, record_decisions)
     if throw:
         raise_if_bad(traj)
-    return attached_comparators(traj, problem, T, key[None], opts) if comparators else traj
+    return attached_comparators(traj, problem, T, key[None], opts, 1, one=True) if comparators else traj
 
 
 def stack(learners: Sequence[AbstractLearner]) -> AbstractLearner:
@@ -272,7 +272,7 @@ def sweep(
         traj = jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), traj)
     if throw:
         raise_if_bad(traj)
-    return attached_comparators(traj, problem, T, keys, opts, min(chunk_size, S)) if comparators else traj
+    return attached_comparators(traj, problem, T, keys, opts, min(chunk_size, S), one=False) if comparators else traj
 
 
 def _sweep_chunk(learner, problem, T, keys, record_decisions, grid):
